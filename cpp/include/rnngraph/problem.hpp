@@ -1,0 +1,118 @@
+// What one RNN op call is: its sizes, its descriptor options and its buffers.
+// Field names are the Swift labels so Python and C++ read alike.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+#include "rnngraph/activation.hpp"
+#include "rnngraph/arrays.hpp"
+
+namespace rnngraph {
+
+// Sizes of one call (SPEC.md section 1). All tensors are dense row-major with the
+// bidirectional layouts of the SPEC table: initState/initCell [N, D·H], the mask
+// expanded to [T, N, D·H], peephole [D·4H], secondaryBias [D·H].
+struct RNNShape {
+  Index T = 0, N = 0, I = 0, H = 0;
+  int gates = 1;                  // G
+  bool bidirectional = false;     // D = 2
+  bool has_input_weight = false;  // without it the source holds D·G·H projected columns
+
+  int D() const { return bidirectional ? 2 : 1; }
+  Index GH() const { return gates * H; }
+  Index DH() const { return D() * H; }
+  Index DGH() const { return D() * GH(); }
+  Index source_cols() const { return has_input_weight ? I : DGH(); }
+};
+
+struct SingleGateRNNOptions {
+  bool reverse = false;
+  bool bidirectional = false;
+  Activation activation = Activation::relu;
+};
+
+struct LSTMOptions {
+  bool reverse = false;
+  bool bidirectional = false;
+  bool forgetGateLast = false;
+  Activation inputGateActivation = Activation::sigmoid;
+  Activation forgetGateActivation = Activation::sigmoid;
+  Activation cellGateActivation = Activation::tanh;
+  Activation outputGateActivation = Activation::sigmoid;
+  Activation activation = Activation::tanh;
+};
+
+struct GRUOptions {
+  bool reverse = false;
+  bool bidirectional = false;
+  bool resetGateFirst = false;
+  bool resetAfter = false;
+  bool flipZ = false;
+  Activation updateGateActivation = Activation::sigmoid;
+  Activation resetGateActivation = Activation::sigmoid;
+  Activation outputGateActivation = Activation::tanh;
+};
+
+// Forward buffers. Optional inputs are nullptr when absent; zState is nullptr when
+// the op is not training; cellOutput is used by the LSTM only (always required there,
+// since the recurrence needs the previous cell).
+template <class S>
+struct ForwardArgs {
+  const S* source = nullptr;
+  const S* recurrentWeight = nullptr;
+  const S* inputWeight = nullptr;
+  const S* bias = nullptr;
+  const S* initState = nullptr;
+  const S* initCell = nullptr;
+  const S* mask = nullptr;
+  const S* peephole = nullptr;
+  const S* secondaryBias = nullptr;
+  S* output = nullptr;
+  S* cellOutput = nullptr;
+  S* zState = nullptr;
+};
+
+// Gradient-op buffers: the saved forward tensors in, one gradient per given input out
+// (a gradient pointer is nullptr exactly when its input is absent).
+template <class S>
+struct GradientArgs {
+  const S* source = nullptr;
+  const S* recurrentWeight = nullptr;
+  const S* sourceGradient = nullptr;
+  const S* zState = nullptr;
+  const S* outputFwd = nullptr;
+  const S* cellOutputFwd = nullptr;
+  const S* stateGradient = nullptr;
+  const S* cellGradient = nullptr;
+  const S* inputWeight = nullptr;
+  const S* bias = nullptr;
+  const S* initState = nullptr;
+  const S* initCell = nullptr;
+  const S* mask = nullptr;
+  const S* peephole = nullptr;
+  const S* secondaryBias = nullptr;
+
+  S* sourceGrad = nullptr;
+  S* recurrentWeightGrad = nullptr;
+  S* inputWeightGrad = nullptr;
+  S* biasGrad = nullptr;
+  S* peepholeGrad = nullptr;
+  S* initStateGrad = nullptr;
+  S* initCellGrad = nullptr;
+  S* secondaryBiasGrad = nullptr;
+};
+
+inline void require(bool ok, const std::string& message) {
+  if (!ok) throw std::invalid_argument(message);
+}
+
+inline void validate_shape(const RNNShape& s, const char* op) {
+  const std::string prefix = std::string(op) + ": ";
+  require(s.T >= 0 && s.N >= 0 && s.H >= 0 && s.I >= 0, prefix + "negative dimension");
+  require(s.H > 0, prefix + "recurrentWeight: hidden size H must be positive");
+  require(!s.has_input_weight || s.I > 0, prefix + "inputWeight: input size I must be positive");
+  require(s.gates == 1 || s.gates == 3 || s.gates == 4, prefix + "internal: bad gate count");
+}
+
+}  // namespace rnngraph

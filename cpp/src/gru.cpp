@@ -1,0 +1,154 @@
+#include "rnngraph/gru.hpp"
+
+#include "rnngraph/recurrence.hpp"
+
+namespace rnngraph {
+namespace {
+
+template <class S>
+struct GRUCell {
+  static constexpr const char* name = "GRU";
+  static constexpr bool has_cell_state = false;
+  // With the reset gate applied to the recurrent product, dL/dQ_o = dL/dx'_o ⊙ r.
+  static constexpr bool separate_recurrent_gradient = true;
+  GRUOptions o;
+  // Column block of each gate along 3H (SPEC.md section 3): [z, r, o] or [r, z, o].
+  // The candidate o is last in both orders, so the first 2H rows of R are always z and r.
+  Index gz = 0, gr = 1, go = 2;
+
+  explicit GRUCell(const GRUOptions& options) : o(options) {
+    if (o.resetGateFirst) { gz = 1; gr = 0; }
+  }
+  int gates() const { return 3; }
+  // resetAfter: one GEMM over all three gates; otherwise the candidate's product needs r first.
+  int recurrent_gates() const { return o.resetAfter ? 3 : 2; }
+
+  static auto row(const S* p, Index H) { return Eigen::Map<const Eigen::Array<S, 1, Eigen::Dynamic>>(p, H); }
+  static const S* candidate_weight(const Direction<S>& dir) { return dir.recurrentWeight + 2 * dir.H * dir.H; }
+
+  void forward_step(const Direction<S>& dir, const ForwardStep<S>& st) const {
+    const Index N = dir.N, H = dir.H, ld = st.ld_gates;
+    auto gate = [&](Index g) { return block(st.gates + g * H, N, H, ld); };
+    block(st.gates, N, 2 * H, ld) = cblock(st.xp, N, 2 * H, 3 * H) + cblock(st.q, N, 2 * H, 3 * H);
+    activate(o.updateGateActivation, gate(gz));
+    activate(o.resetGateActivation, gate(gr));
+    const auto xo = cblock(st.xp + 2 * H, N, H, 3 * H);
+    if (o.resetAfter) {
+      // o = act_o(x'_o + r ⊙ (hm·R_oᵀ + b2))
+      auto qo = block(st.q + 2 * H, N, H, 3 * H);
+      if (dir.secondaryBias) qo.rowwise() += row(dir.secondaryBias, H);
+      gate(go) = xo + gate(gr) * qo;
+    } else {
+      // o = act_o(x'_o + (hm ⊙ r)·R_oᵀ): the second, dependent GEMM of this step.
+      auto hmr = block(st.scratch, N, H, H);
+      hmr = cblock(st.hm, N, H, st.ld_hm) * gate(gr);
+      gemm(Trans::no, Trans::yes, N, H, H, S(1), st.scratch, H, candidate_weight(dir), H, S(0),
+           st.scratch + N * H, H);
+      gate(go) = xo + cblock(st.scratch + N * H, N, H, H);
+    }
+    activate(o.outputGateActivation, gate(go));
+    const auto hp = cblock(st.hp, N, H, st.ld_hp);
+    auto h = block(st.h, N, H, st.ld_h);
+    // flipZ=False: h = z ⊙ hp + (1 − z) ⊙ o; flipZ=True swaps the roles (SPEC.md, pinned).
+    if (o.flipZ) h = (S(1) - gate(gz)) * hp + gate(gz) * gate(go);
+    else h = gate(gz) * hp + (S(1) - gate(gz)) * gate(go);
+  }
+
+  Seq<const S> state_sequence(const Direction<S>& dir, const GradientArgs<S>& a,
+                              CellBackwardState<S>&) const {
+    return Seq<const S>{a.outputFwd + dir.d * dir.H, dir.N * dir.state_ld, dir.state_ld};
+  }
+
+  void prepare_backward(const Direction<S>& dir, const GradientArgs<S>&,
+                        CellBackwardState<S>& st) const {
+    if (!o.resetAfter) return;
+    // hm·R_oᵀ + b2 for every step at once (SPEC.md section 5): one GEMM [T·N, H] x [H, H].
+    const Index TN = dir.T * dir.N, H = dir.H;
+    st.buffer_a.resize(static_cast<size_t>(TN * H));
+    gemm(Trans::no, Trans::yes, TN, H, H, S(1), st.hm.base, H, candidate_weight(dir), H, S(0),
+         st.buffer_a.data(), H);
+    detail::add_bias_rows(st.buffer_a.data(), TN, H, dir.secondaryBias);
+  }
+
+  void backward_step(const Direction<S>& dir, const BackwardStep<S>& st,
+                     CellBackwardState<S>& state) const {
+    const Index N = dir.N, H = dir.H, t = st.t, ldg = state.gates.ld;
+    const S* a = state.gates.at(t);
+    const auto z = cblock(a + gz * H, N, H, ldg);
+    const auto r = cblock(a + gr * H, N, H, ldg);
+    const auto og = cblock(a + go * H, N, H, ldg);
+    const auto hp = cblock(state.hp.at(t), N, H, H);
+    const auto dh = cblock(st.dh, N, H, H);
+    auto dA = [&](Index g) { return block(st.dxp + g * H, N, H, 3 * H); };
+    auto dq = [&](Index g) { return block(st.dq + g * H, N, H, 3 * H); };
+
+    if (o.flipZ) {
+      dA(go) = dh * z;
+      dA(gz) = dh * (og - hp);
+      block(st.dhp, N, H, H) = dh * (S(1) - z);
+    } else {
+      dA(go) = dh * (S(1) - z);
+      dA(gz) = dh * (hp - og);
+      block(st.dhp, N, H, H) = dh * z;
+    }
+    multiply_by_derivative(o.outputGateActivation, og, dA(go));
+    multiply_by_derivative(o.updateGateActivation, z, dA(gz));
+    if (o.resetAfter) {
+      dq(go) = dA(go) * r;
+      dA(gr) = dA(go) * cblock(state.buffer_a.data() + t * N * H, N, H, H);
+      block(st.dhm, N, H, H).setZero();
+    } else {
+      dq(go) = dA(go);
+      // g = dL/d(hm ⊙ r) = dA_o·R_o, then split between r and hm.
+      gemm(Trans::no, Trans::no, N, H, H, S(1), st.dxp + go * H, 3 * H, candidate_weight(dir), H,
+           S(0), st.scratch, H);
+      const auto g = cblock(st.scratch, N, H, H);
+      dA(gr) = g * cblock(state.hm.at(t), N, H, H);
+      block(st.dhm, N, H, H) = g * r;
+    }
+    multiply_by_derivative(o.resetGateActivation, r, dA(gr));
+    block(st.dq, N, 2 * H, 3 * H) = block(st.dxp, N, 2 * H, 3 * H);
+  }
+
+  void finish_backward(const Direction<S>& dir, const GradientArgs<S>& a,
+                       CellBackwardState<S>& st) const {
+    const Index TN = dir.T * dir.N, H = dir.H, N = dir.N;
+    const S* dq_o = st.dq_all + 2 * H;
+    if (!o.resetAfter) {
+      // dR_o = Σ_t dA_oᵀ·(hm ⊙ r): one GEMM over all steps.
+      st.buffer_b.resize(static_cast<size_t>(TN * H));
+      for (Index t = 0; t < dir.T; ++t) {
+        block(st.buffer_b.data() + t * N * H, N, H, H) =
+            cblock(st.hm.at(t), N, H, H) * cblock(st.gates.at(t) + gr * H, N, H, st.gates.ld);
+      }
+      S* dR_o = a.recurrentWeightGrad + dir.d * 3 * H * H + 2 * H * H;
+      gemm(Trans::yes, Trans::no, H, H, TN, S(1), dq_o, 3 * H, st.buffer_b.data(), H, S(0), dR_o, H);
+    }
+    if (a.secondaryBiasGrad) {
+      S* db2 = a.secondaryBiasGrad + dir.d * H;
+      // b2 only enters with resetAfter; otherwise its gradient is zero (SPEC.md section 6).
+      if (o.resetAfter) detail::column_sums(dq_o, TN, H, 3 * H, db2);
+      else std::fill(db2, db2 + H, S(0));
+    }
+  }
+};
+
+}  // namespace
+
+template <class S>
+void gru_forward(const GRUOptions& o, const RNNShape& shape, const ForwardArgs<S>& args) {
+  recurrent_forward(GRUCell<S>(o), shape, o.reverse, args);
+}
+
+template <class S>
+void gru_gradients(const GRUOptions& o, const RNNShape& shape, const GradientArgs<S>& args) {
+  require(args.outputFwd != nullptr, "GRUGradients: outputFwd is required");
+  recurrent_gradients(GRUCell<S>(o), shape, o.reverse, args);
+}
+
+template void gru_forward<float>(const GRUOptions&, const RNNShape&, const ForwardArgs<float>&);
+template void gru_forward<double>(const GRUOptions&, const RNNShape&, const ForwardArgs<double>&);
+template void gru_gradients<float>(const GRUOptions&, const RNNShape&, const GradientArgs<float>&);
+template void gru_gradients<double>(const GRUOptions&, const RNNShape&, const GradientArgs<double>&);
+
+}  // namespace rnngraph

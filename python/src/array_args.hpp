@@ -1,0 +1,81 @@
+// Checking NumPy arrays at the C++ boundary: dtype, rank, shape and layout are verified
+// before any pointer reaches the core, so calling rnngraph._core directly with bad arrays
+// raises TypeError/ValueError instead of reading out of bounds.
+#pragma once
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "rnngraph/arrays.hpp"
+
+namespace rnngraph::bind {
+
+namespace py = pybind11;
+using Shape = std::vector<Index>;
+
+inline std::string shape_str(const Shape& s) {
+  std::ostringstream o;
+  o << "[";
+  for (size_t i = 0; i < s.size(); ++i) o << (i ? ", " : "") << s[i];
+  o << "]";
+  return o.str();
+}
+
+inline Shape shape_of(const py::array& a) {
+  Shape s;
+  for (py::ssize_t i = 0; i < a.ndim(); ++i) s.push_back(a.shape(i));
+  return s;
+}
+
+inline py::array as_array(const py::object& obj, const std::string& where) {
+  if (!py::isinstance<py::array>(obj)) {
+    throw py::type_error(where + ": expected a numpy.ndarray, got " +
+                         std::string(py::str(obj.get_type().attr("__name__"))));
+  }
+  return py::reinterpret_borrow<py::array>(obj);
+}
+
+// A checked, read-only view of an input; nullptr when the optional input is None.
+template <class S>
+const S* input(const py::object& obj, const std::string& op, const char* label,
+               const Shape& expected, bool required = false) {
+  const std::string where = op + ": " + label;
+  if (obj.is_none()) {
+    if (required) throw py::value_error(where + " is required");
+    return nullptr;
+  }
+  py::array a = as_array(obj, where);
+  if (!a.dtype().is(py::dtype::of<S>())) {
+    throw py::type_error(where + ": expected dtype " + std::string(py::str(py::dtype::of<S>())) +
+                         " (all tensors of one op share the source's dtype), got " +
+                         std::string(py::str(a.dtype())));
+  }
+  if (shape_of(a) != expected) {
+    throw py::value_error(where + ": expected shape " + shape_str(expected) + ", got " +
+                          shape_str(shape_of(a)));
+  }
+  if (!(a.flags() & py::array::c_style) || !(a.flags() & py::detail::npy_api::NPY_ARRAY_ALIGNED_)) {
+    throw py::value_error(where + ": expected a C-contiguous, aligned array");
+  }
+  return static_cast<const S*>(a.data());
+}
+
+template <class S>
+py::array_t<S> output(const Shape& shape) {
+  std::vector<py::ssize_t> dims(shape.begin(), shape.end());
+  return py::array_t<S>(dims);
+}
+
+inline bool flag(const py::dict& d, const char* key, bool fallback = false) {
+  return d.contains(key) ? py::cast<bool>(d[key]) : fallback;
+}
+
+inline int integer(const py::dict& d, const char* key, int fallback) {
+  return d.contains(key) ? py::cast<int>(d[key]) : fallback;
+}
+
+}  // namespace rnngraph::bind

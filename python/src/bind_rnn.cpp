@@ -1,0 +1,285 @@
+// Bindings for the three RNN cells: check every array against the SPEC.md layouts,
+// allocate the outputs, release the GIL and call one core function.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include "array_args.hpp"
+#include "rnngraph/gru.hpp"
+#include "rnngraph/lstm.hpp"
+#include "rnngraph/single_gate_rnn.hpp"
+
+namespace rnngraph::bind {
+namespace {
+
+enum class Cell { singleGate, lstm, gru };
+
+struct CellInfo {
+  const char* forward_name;
+  const char* gradient_name;
+  int gates;
+};
+
+CellInfo info(Cell cell) {
+  switch (cell) {
+    case Cell::singleGate: return {"singleGateRNN", "singleGateRNNGradients", 1};
+    case Cell::lstm: return {"LSTM", "LSTMGradients", 4};
+    case Cell::gru: return {"GRU", "GRUGradients", 3};
+  }
+  throw std::logic_error("unknown cell");
+}
+
+Cell parse_cell(const std::string& name) {
+  if (name == "singleGateRNN") return Cell::singleGate;
+  if (name == "LSTM") return Cell::lstm;
+  if (name == "GRU") return Cell::gru;
+  throw py::value_error("unknown cell '" + name + "' (expected singleGateRNN, LSTM or GRU)");
+}
+
+Activation act(const py::dict& d, const char* key, Activation fallback) {
+  return d.contains(key) ? activation_from_int(py::cast<int>(d[key]), key) : fallback;
+}
+
+SingleGateRNNOptions single_gate_options(const py::dict& d) {
+  SingleGateRNNOptions o;
+  o.reverse = flag(d, "reverse");
+  o.bidirectional = flag(d, "bidirectional");
+  o.activation = act(d, "activation", o.activation);
+  return o;
+}
+
+LSTMOptions lstm_options(const py::dict& d) {
+  LSTMOptions o;
+  o.reverse = flag(d, "reverse");
+  o.bidirectional = flag(d, "bidirectional");
+  o.forgetGateLast = flag(d, "forgetGateLast");
+  o.inputGateActivation = act(d, "inputGateActivation", o.inputGateActivation);
+  o.forgetGateActivation = act(d, "forgetGateActivation", o.forgetGateActivation);
+  o.cellGateActivation = act(d, "cellGateActivation", o.cellGateActivation);
+  o.outputGateActivation = act(d, "outputGateActivation", o.outputGateActivation);
+  o.activation = act(d, "activation", o.activation);
+  return o;
+}
+
+GRUOptions gru_options(const py::dict& d) {
+  GRUOptions o;
+  o.reverse = flag(d, "reverse");
+  o.bidirectional = flag(d, "bidirectional");
+  o.resetGateFirst = flag(d, "resetGateFirst");
+  o.resetAfter = flag(d, "resetAfter");
+  o.flipZ = flag(d, "flipZ");
+  o.updateGateActivation = act(d, "updateGateActivation", o.updateGateActivation);
+  o.resetGateActivation = act(d, "resetGateActivation", o.resetGateActivation);
+  o.outputGateActivation = act(d, "outputGateActivation", o.outputGateActivation);
+  return o;
+}
+
+// Sizes from source and recurrentWeight, checked against each other.
+RNNShape infer_shape(Cell cell, const std::string& op, const py::dict& opts,
+                     const py::object& source, const py::object& recurrentWeight,
+                     bool has_input_weight) {
+  RNNShape s;
+  s.gates = info(cell).gates;
+  s.bidirectional = flag(opts, "bidirectional");
+  s.has_input_weight = has_input_weight;
+  py::array src = as_array(source, op + ": source");
+  py::array R = as_array(recurrentWeight, op + ": recurrentWeight");
+  if (src.ndim() != 3) {
+    throw py::value_error(op + ": source: expected rank 3 [T, N, I], got shape " + shape_str(shape_of(src)));
+  }
+  if (R.ndim() != (s.bidirectional ? 3 : 2)) {
+    throw py::value_error(op + ": recurrentWeight: expected rank " + std::to_string(s.bidirectional ? 3 : 2) +
+                          ", got shape " + shape_str(shape_of(R)));
+  }
+  s.H = R.shape(R.ndim() - 1);
+  if (s.H <= 0) throw py::value_error(op + ": recurrentWeight: hidden size H must be positive");
+  s.T = src.shape(0);
+  s.N = src.shape(1);
+  s.I = has_input_weight ? src.shape(2) : 0;
+  if (has_input_weight && s.I <= 0) throw py::value_error(op + ": source: input size I must be positive");
+  return s;
+}
+
+Shape weight_shape(const RNNShape& s) {
+  return s.bidirectional ? Shape{2, s.GH(), s.H} : Shape{s.GH(), s.H};
+}
+
+void reject_unused(Cell cell, const std::string& op, const py::object& initCell,
+                   const py::object& peephole, const py::object& secondaryBias,
+                   const py::object& cellGradient) {
+  if (cell != Cell::lstm && !initCell.is_none()) throw py::value_error(op + ": initCell is an LSTM input");
+  if (cell != Cell::lstm && !peephole.is_none()) throw py::value_error(op + ": peephole is an LSTM input");
+  if (cell != Cell::lstm && !cellGradient.is_none()) throw py::value_error(op + ": cellGradient is an LSTM input");
+  if (cell != Cell::gru && !secondaryBias.is_none()) throw py::value_error(op + ": secondaryBias is a GRU input");
+}
+
+// Overloads picking the core function by options type.
+template <class S> void forward(const SingleGateRNNOptions& o, const RNNShape& s, const ForwardArgs<S>& a) { single_gate_rnn_forward<S>(o, s, a); }
+template <class S> void forward(const LSTMOptions& o, const RNNShape& s, const ForwardArgs<S>& a) { lstm_forward<S>(o, s, a); }
+template <class S> void forward(const GRUOptions& o, const RNNShape& s, const ForwardArgs<S>& a) { gru_forward<S>(o, s, a); }
+template <class S> void gradients(const SingleGateRNNOptions& o, const RNNShape& s, const GradientArgs<S>& a) { single_gate_rnn_gradients<S>(o, s, a); }
+template <class S> void gradients(const LSTMOptions& o, const RNNShape& s, const GradientArgs<S>& a) { lstm_gradients<S>(o, s, a); }
+template <class S> void gradients(const GRUOptions& o, const RNNShape& s, const GradientArgs<S>& a) { gru_gradients<S>(o, s, a); }
+
+// Parse the descriptor options while holding the GIL, then run the kernel without it.
+template <class Fn>
+void run_without_gil(Cell cell, const py::dict& opts, Fn&& fn) {
+  auto run = [&](const auto& options) {
+    py::gil_scoped_release release;
+    fn(options);
+  };
+  switch (cell) {
+    case Cell::singleGate: run(single_gate_options(opts)); break;
+    case Cell::lstm: run(lstm_options(opts)); break;
+    case Cell::gru: run(gru_options(opts)); break;
+  }
+}
+
+template <class S>
+py::tuple forward_typed(Cell cell, const py::dict& opts, const py::object& source,
+                        const py::object& recurrentWeight, const py::object& inputWeight,
+                        const py::object& bias, const py::object& initState,
+                        const py::object& initCell, const py::object& mask,
+                        const py::object& peephole, const py::object& secondaryBias, bool training) {
+  const std::string op = info(cell).forward_name;
+  reject_unused(cell, op, initCell, peephole, secondaryBias, py::none());
+  const RNNShape s = infer_shape(cell, op, opts, source, recurrentWeight, !inputWeight.is_none());
+  const Index T = s.T, N = s.N, DH = s.DH();
+  ForwardArgs<S> a;
+  a.source = input<S>(source, op, "source", {T, N, s.source_cols()}, true);
+  a.recurrentWeight = input<S>(recurrentWeight, op, "recurrentWeight", weight_shape(s), true);
+  a.inputWeight = input<S>(inputWeight, op, "inputWeight", {s.DGH(), s.I});
+  a.bias = input<S>(bias, op, "bias", {s.DGH()});
+  a.initState = input<S>(initState, op, "initState", {N, DH});
+  a.initCell = input<S>(initCell, op, "initCell", {N, DH});
+  a.mask = input<S>(mask, op, "mask", {T, N, DH});
+  a.peephole = input<S>(peephole, op, "peephole", {s.D() * 4 * s.H});
+  a.secondaryBias = input<S>(secondaryBias, op, "secondaryBias", {DH});
+
+  auto h = output<S>({T, N, DH});
+  a.output = h.mutable_data();
+  py::object c = py::none(), z = py::none();
+  if (cell == Cell::lstm) {
+    auto cell_out = output<S>({T, N, DH});
+    a.cellOutput = cell_out.mutable_data();
+    c = cell_out;
+  }
+  if (training) {
+    auto z_out = output<S>({T, N, s.DGH()});
+    a.zState = z_out.mutable_data();
+    z = z_out;
+  }
+  run_without_gil(cell, opts, [&](const auto& options) { forward(options, s, a); });
+  return py::make_tuple(h, c, z);
+}
+
+template <class S>
+py::dict gradients_typed(Cell cell, const py::dict& opts, const py::object& source,
+                         const py::object& recurrentWeight, const py::object& sourceGradient,
+                         const py::object& zState, const py::object& outputFwd,
+                         const py::object& cellOutputFwd, const py::object& stateGradient,
+                         const py::object& cellGradient, const py::object& inputWeight,
+                         const py::object& bias, const py::object& initState,
+                         const py::object& initCell, const py::object& mask,
+                         const py::object& peephole, const py::object& secondaryBias) {
+  const std::string op = info(cell).gradient_name;
+  reject_unused(cell, op, initCell, peephole, secondaryBias, cellGradient);
+  const RNNShape s = infer_shape(cell, op, opts, source, recurrentWeight, !inputWeight.is_none());
+  const Index T = s.T, N = s.N, DH = s.DH();
+  GradientArgs<S> a;
+  a.source = input<S>(source, op, "source", {T, N, s.source_cols()}, true);
+  a.recurrentWeight = input<S>(recurrentWeight, op, "recurrentWeight", weight_shape(s), true);
+  a.sourceGradient = input<S>(sourceGradient, op, "sourceGradient", {T, N, DH}, true);
+  a.zState = input<S>(zState, op, "zState", {T, N, s.DGH()}, true);
+  a.outputFwd = input<S>(outputFwd, op, "outputFwd", {T, N, DH}, cell == Cell::gru);
+  a.cellOutputFwd = input<S>(cellOutputFwd, op, "cellOutputFwd", {T, N, DH}, cell == Cell::lstm);
+  a.stateGradient = input<S>(stateGradient, op, "stateGradient", {N, DH});
+  a.cellGradient = input<S>(cellGradient, op, "cellGradient", {N, DH});
+  a.inputWeight = input<S>(inputWeight, op, "inputWeight", {s.DGH(), s.I});
+  a.bias = input<S>(bias, op, "bias", {s.DGH()});
+  a.initState = input<S>(initState, op, "initState", {N, DH});
+  a.initCell = input<S>(initCell, op, "initCell", {N, DH});
+  a.mask = input<S>(mask, op, "mask", {T, N, DH});
+  a.peephole = input<S>(peephole, op, "peephole", {s.D() * 4 * s.H});
+  a.secondaryBias = input<S>(secondaryBias, op, "secondaryBias", {DH});
+
+  py::dict grads;
+  auto make = [&](const char* label, const Shape& shape, S*& target) {
+    auto g = output<S>(shape);
+    target = g.mutable_data();
+    grads[label] = g;
+  };
+  make("source", {T, N, s.source_cols()}, a.sourceGrad);
+  make("recurrentWeight", weight_shape(s), a.recurrentWeightGrad);
+  if (a.inputWeight) make("inputWeight", {s.DGH(), s.I}, a.inputWeightGrad);
+  if (a.bias) make("bias", {s.DGH()}, a.biasGrad);
+  if (a.peephole) make("peephole", {s.D() * 4 * s.H}, a.peepholeGrad);
+  if (a.initState) make("initState", {N, DH}, a.initStateGrad);
+  if (a.initCell) make("initCell", {N, DH}, a.initCellGrad);
+  if (a.secondaryBias) make("secondaryBias", {DH}, a.secondaryBiasGrad);
+  run_without_gil(cell, opts, [&](const auto& options) { gradients(options, s, a); });
+  return grads;
+}
+
+// The source's dtype picks the instantiation; every other array must match it.
+template <class Fn>
+auto dispatch(const std::string& op, const py::object& source, Fn&& fn) {
+  py::array src = as_array(source, op + ": source");
+  if (src.dtype().is(py::dtype::of<float>())) return fn(float{});
+  if (src.dtype().is(py::dtype::of<double>())) return fn(double{});
+  throw py::type_error(op + ": source: expected dtype float32 or float64, got " +
+                       std::string(py::str(src.dtype())));
+}
+
+}  // namespace
+
+void bind_rnn(py::module_& m) {
+  m.def(
+      "rnn_forward",
+      [](const std::string& cell_name, const py::dict& options, const py::object& source,
+         const py::object& recurrentWeight, const py::object& inputWeight, const py::object& bias,
+         const py::object& initState, const py::object& initCell, const py::object& mask,
+         const py::object& peephole, const py::object& secondaryBias, bool training) {
+        const Cell cell = parse_cell(cell_name);
+        return dispatch(info(cell).forward_name, source, [&](auto tag) {
+          using S = decltype(tag);
+          return forward_typed<S>(cell, options, source, recurrentWeight, inputWeight, bias,
+                                  initState, initCell, mask, peephole, secondaryBias, training);
+        });
+      },
+      py::arg("cell"), py::arg("options"), py::arg("source"), py::arg("recurrentWeight"),
+      py::arg("inputWeight") = py::none(), py::arg("bias") = py::none(),
+      py::arg("initState") = py::none(), py::arg("initCell") = py::none(),
+      py::arg("mask") = py::none(), py::arg("peephole") = py::none(),
+      py::arg("secondaryBias") = py::none(), py::arg("training") = false,
+      "Forward pass of one RNN op on dense arrays in SPEC.md layouts.\n"
+      "Returns (h [T,N,D*H], c [T,N,D*H] or None, zState [T,N,D*G*H] or None).");
+  m.def(
+      "rnn_gradients",
+      [](const std::string& cell_name, const py::dict& options, const py::object& source,
+         const py::object& recurrentWeight, const py::object& sourceGradient,
+         const py::object& zState, const py::object& outputFwd, const py::object& cellOutputFwd,
+         const py::object& stateGradient, const py::object& cellGradient,
+         const py::object& inputWeight, const py::object& bias, const py::object& initState,
+         const py::object& initCell, const py::object& mask, const py::object& peephole,
+         const py::object& secondaryBias) {
+        const Cell cell = parse_cell(cell_name);
+        return dispatch(info(cell).gradient_name, source, [&](auto tag) {
+          using S = decltype(tag);
+          return gradients_typed<S>(cell, options, source, recurrentWeight, sourceGradient, zState,
+                                    outputFwd, cellOutputFwd, stateGradient, cellGradient,
+                                    inputWeight, bias, initState, initCell, mask, peephole,
+                                    secondaryBias);
+        });
+      },
+      py::arg("cell"), py::arg("options"), py::arg("source"), py::arg("recurrentWeight"),
+      py::arg("sourceGradient"), py::arg("zState"), py::arg("outputFwd") = py::none(),
+      py::arg("cellOutputFwd") = py::none(), py::arg("stateGradient") = py::none(),
+      py::arg("cellGradient") = py::none(), py::arg("inputWeight") = py::none(),
+      py::arg("bias") = py::none(), py::arg("initState") = py::none(),
+      py::arg("initCell") = py::none(), py::arg("mask") = py::none(),
+      py::arg("peephole") = py::none(), py::arg("secondaryBias") = py::none(),
+      "Gradient op of one RNN on dense arrays in SPEC.md layouts.\n"
+      "Returns {label: gradient} for source, recurrentWeight and each given optional input.");
+}
+
+}  // namespace rnngraph::bind

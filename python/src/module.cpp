@@ -1,0 +1,15 @@
+// rnngraph._core: the private compiled module. Bindings only; the math lives in cpp/.
+#include <pybind11/pybind11.h>
+
+namespace py = pybind11;
+
+namespace rnngraph::bind {
+void bind_rnn(py::module_& m);
+void bind_config(py::module_& m);
+}  // namespace rnngraph::bind
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "rnngraph's compiled core (private: use the rnngraph package).";
+  rnngraph::bind::bind_rnn(m);
+  rnngraph::bind::bind_config(m);
+}

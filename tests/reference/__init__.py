@@ -1,0 +1,28 @@
+"""Independent NumPy test oracle for rnngraph (see SPEC.md sections 1-5).
+
+``numpy_rnn`` holds slow loop implementations of the forward ops;
+``torch_mapping`` maps torch.nn.RNN / LSTM / GRU parameters and gradients to
+the rnngraph layout.
+"""
+
+from .numpy_rnn import ACTIVATION_NAMES, activation, gru, lstm, single_gate_rnn
+from .torch_mapping import (
+    gru_params_from_torch,
+    lstm_params_from_torch,
+    rnn_params_from_torch,
+    state_from_torch,
+    torch_grads_to_rnngraph,
+)
+
+__all__ = [
+    "ACTIVATION_NAMES",
+    "activation",
+    "single_gate_rnn",
+    "lstm",
+    "gru",
+    "rnn_params_from_torch",
+    "lstm_params_from_torch",
+    "gru_params_from_torch",
+    "torch_grads_to_rnngraph",
+    "state_from_torch",
+]
