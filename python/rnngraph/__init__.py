@@ -1,7 +1,34 @@
-"""rnngraph: MPSGraph's recurrent-network ops on the CPU for NumPy."""
+"""rnngraph: MPSGraph's recurrent-network ops (singleGateRNN, LSTM, GRU and their gradient
+ops) on the CPU, for NumPy users. See README.md and SPEC.md."""
 
 from rnngraph import _blas
 
-_blas.load()
+_blas.load()  # rnngraph's own OpenBLAS, before the compiled core binds to it
 
-from rnngraph import _core  # noqa: E402
+from rnngraph.activation import RNNActivation  # noqa: E402
+from rnngraph.config import get_num_threads, set_num_threads, show_config  # noqa: E402
+from rnngraph.descriptors import (  # noqa: E402
+    GRUDescriptor,
+    LSTMDescriptor,
+    SingleGateRNNDescriptor,
+)
+from rnngraph.dtypes import DataType, float32, float64  # noqa: E402
+from rnngraph.graph import Graph  # noqa: E402
+from rnngraph.tensor import Tensor  # noqa: E402
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DataType",
+    "GRUDescriptor",
+    "Graph",
+    "LSTMDescriptor",
+    "RNNActivation",
+    "SingleGateRNNDescriptor",
+    "Tensor",
+    "float32",
+    "float64",
+    "get_num_threads",
+    "set_num_threads",
+    "show_config",
+]

@@ -1,0 +1,35 @@
+"""The linked BLAS and rnngraph's threads."""
+
+from __future__ import annotations
+
+from rnngraph import _core
+
+# Cores of OpenBLAS's DYNAMIC_ARCH build that run AVX-512 kernels.
+AVX512_CORES = ("SkylakeX", "Cooperlake", "SapphireRapids")
+
+
+def blas_info() -> dict:
+    """{'library', 'config', 'core', 'num_threads'} of the BLAS rnngraph calls."""
+    return dict(_core.blas_info())
+
+
+def show_config() -> None:
+    """Print the BLAS library, its version and build, the detected core and the threads."""
+    info = blas_info()
+    print(f"rnngraph BLAS library : {info['library']}")
+    print(f"BLAS build            : {info['config']}")
+    print(f"BLAS detected core    : {info['core']}")
+    print(f"BLAS threads          : {info['num_threads']}")
+
+
+def set_num_threads(n: int) -> None:
+    """Threads rnngraph's kernels use (its own OpenBLAS; NumPy's BLAS is not touched)."""
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"set_num_threads: expected an int, got {n!r}")
+    if n < 1:
+        raise ValueError(f"set_num_threads: expected n >= 1, got {n}")
+    _core.set_num_threads(n)
+
+
+def get_num_threads() -> int:
+    return int(_core.get_num_threads())

@@ -1,0 +1,40 @@
+"""Data types: MPSGraph's ``MPSDataType`` for the two types rnngraph computes in."""
+
+from __future__ import annotations
+
+import enum
+
+import numpy as np
+
+
+class DataType(enum.Enum):
+    """A tensor's element type (``rg.float32`` or ``rg.float64``)."""
+
+    float32 = "float32"
+    float64 = "float64"
+
+    @property
+    def numpy(self) -> np.dtype:
+        return np.dtype(self.value)
+
+    def __repr__(self) -> str:
+        return f"rnngraph.{self.value}"
+
+
+float32 = DataType.float32
+float64 = DataType.float64
+
+
+def as_data_type(value, where: str) -> DataType:
+    """Accept rg.float32/rg.float64, NumPy dtypes/types or their names."""
+    if isinstance(value, DataType):
+        return value
+    try:
+        dtype = np.dtype(value)
+    except TypeError:
+        raise TypeError(f"{where}: expected rnngraph.float32 or rnngraph.float64, got {value!r}") from None
+    if dtype == np.float32:
+        return DataType.float32
+    if dtype == np.float64:
+        return DataType.float64
+    raise TypeError(f"{where}: expected rnngraph.float32 or rnngraph.float64, got {dtype}")

@@ -1,0 +1,181 @@
+"""``Graph``: records ops symbolically, checks shapes when they are built, runs on NumPy."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Callable, Optional
+
+import numpy as np
+
+from rnngraph.dtypes import DataType, as_data_type
+from rnngraph.ops.gru import GRUOps
+from rnngraph.ops.lstm import LSTMOps
+from rnngraph.ops.single_gate_rnn import SingleGateRNNOps
+from rnngraph.tensor import Tensor
+
+
+class Operation:
+    """One recorded op: its inputs by Swift label, its outputs and how to compute them."""
+
+    def __init__(self, kind: str, name: str, inputs: dict, compute: Optional[Callable], attrs=None):
+        self.kind = kind
+        self.name = name
+        self.inputs = inputs  # label -> Tensor or None, in Swift argument order
+        self.compute = compute  # dict label -> ndarray/None  ->  list of ndarrays
+        self.attrs = attrs or {}
+        self.outputs: list[Tensor] = []
+
+    def __repr__(self) -> str:
+        return f"Operation({self.kind!r}, name={self.name!r})"
+
+
+def _feed_array(tensor: Tensor, value) -> np.ndarray:
+    """Convert a feed to the placeholder's dtype and check its shape; never reinterpret bytes."""
+    where = f"run: feed for {tensor.name!r}"
+    if isinstance(value, Tensor):
+        raise TypeError(f"{where}: expected an array, got a symbolic Tensor")
+    array = np.asarray(value)
+    if array.dtype.kind not in "fiu":
+        raise TypeError(f"{where}: expected real numbers, got dtype {array.dtype}")
+    array = np.ascontiguousarray(array, dtype=tensor.dataType.numpy)
+    if array.ndim != len(tensor.shape) or any(
+        d is not None and d != a for d, a in zip(tensor.shape, array.shape)
+    ):
+        dims = ", ".join("?" if d is None else str(d) for d in tensor.shape)
+        raise ValueError(f"{where}: expected shape [{dims}], got {list(array.shape)}")
+    return array
+
+
+class Graph(SingleGateRNNOps, LSTMOps, GRUOps):
+    """A graph of RNN ops, built with MPSGraph's method and argument names.
+
+    >>> g = Graph()
+    >>> x = g.placeholder(shape=(T, N, I), dataType=float32, name="x")
+    >>> h, z = g.singleGateRNN(x, recurrentWeight=R, inputWeight=W, descriptor=d)
+    >>> g.run(feeds={x: x_np, ...}, targetTensors=[h])   # -> {h: ndarray}
+    """
+
+    def __init__(self):
+        self._ops: list[Operation] = []
+        self._names = itertools.count()
+
+    # -- building -----------------------------------------------------------------------
+    def _add(self, kind, name, inputs, compute, outputs, attrs=None) -> list[Tensor]:
+        """Record an op; ``outputs`` is a list of (suffix, shape, DataType)."""
+        name = name if name is not None else f"{kind}_{next(self._names)}"
+        if not isinstance(name, str):
+            raise TypeError(f"{kind}: name: expected a str or None, got {name!r}")
+        op = Operation(kind, name, inputs, compute, attrs)
+        for index, (suffix, shape, dtype) in enumerate(outputs):
+            label = name if not suffix else f"{name}/{suffix}"
+            op.outputs.append(Tensor(self, op, index, shape, dtype, label))
+        self._ops.append(op)
+        return op.outputs
+
+    def _own(self, tensor, where: str) -> Tensor:
+        if not isinstance(tensor, Tensor):
+            raise TypeError(f"{where}: expected an rnngraph Tensor, got {type(tensor).__name__}")
+        if tensor.graph is not self:
+            raise ValueError(f"{where}: tensor {tensor.name!r} belongs to another Graph")
+        return tensor
+
+    def _as_tensor(self, value, where: str, dataType: DataType) -> Optional[Tensor]:
+        """An op argument: a Tensor of this graph, None, or an array turned into a constant."""
+        if value is None or isinstance(value, Tensor):
+            return None if value is None else self._own(value, where)
+        if isinstance(value, np.ndarray):
+            return self.constant(value, dataType=dataType, name=None)
+        raise TypeError(f"{where}: expected an rnngraph Tensor, a numpy.ndarray or None, "
+                        f"got {type(value).__name__}")
+
+    def placeholder(self, shape, dataType=DataType.float32, name: Optional[str] = None) -> Tensor:
+        """A tensor fed at run time. ``None`` in ``shape`` marks a dimension known only then."""
+        dtype = as_data_type(dataType, "placeholder: dataType")
+        try:
+            dims = tuple(shape)
+        except TypeError:
+            raise TypeError(f"placeholder: shape: expected a sequence of sizes, got {shape!r}") from None
+        for d in dims:
+            if d is not None and (isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 0):
+                raise ValueError(f"placeholder: shape: sizes must be non-negative ints or None, got {shape!r}")
+        dims = tuple(None if d is None else int(d) for d in dims)
+        return self._add("placeholder", name, {}, None, [("", dims, dtype)])[0]
+
+    def constant(self, value, shape=None, dataType=None, name: Optional[str] = None) -> Tensor:
+        """A constant: a scalar filled to ``shape``, or array data (reshaped to ``shape``)."""
+        array = np.asarray(value)
+        if array.dtype.kind not in "fiu":
+            raise TypeError(f"constant: expected real numbers, got dtype {array.dtype}")
+        if dataType is None:
+            dataType = DataType.float64 if array.dtype == np.float64 else DataType.float32
+        dtype = as_data_type(dataType, "constant: dataType")
+        array = array.astype(dtype.numpy)
+        if shape is not None:
+            shape = tuple(int(d) for d in shape)
+            array = np.full(shape, array, dtype.numpy) if array.ndim == 0 else array.reshape(shape)
+        array = np.ascontiguousarray(array)
+        array.setflags(write=False)
+        return self._add("constant", name, {}, None, [("", array.shape, dtype)], {"value": array})[0]
+
+    # -- running ------------------------------------------------------------------------
+    def run(self, feeds=None, targetTensors=None) -> dict:
+        """Evaluate ``targetTensors`` given ``feeds`` ({placeholder: array}); returns
+        {Tensor: numpy.ndarray}."""
+        feeds = {} if feeds is None else feeds
+        if not isinstance(feeds, dict):
+            raise TypeError("run: feeds: expected a dict {placeholder Tensor: array}")
+        if targetTensors is None:
+            raise ValueError("run: targetTensors: expected a list of Tensors")
+        targets = [self._own(t, "run: targetTensors") for t in targetTensors]
+        values: dict[Tensor, np.ndarray] = {}
+        for tensor, value in feeds.items():
+            self._own(tensor, "run: feeds")
+            if tensor.op.kind != "placeholder":
+                raise ValueError(f"run: feeds: {tensor.name!r} is not a placeholder")
+            values[tensor] = _feed_array(tensor, value)
+
+        needed = self._ops_needed(targets)
+        last_use = self._last_uses(needed, targets)
+        for position, op in enumerate(needed):
+            if op.kind == "placeholder":
+                if op.outputs[0] not in values:
+                    raise ValueError(f"run: placeholder {op.name!r} needs a feed")
+                continue
+            if op.kind == "constant":
+                values[op.outputs[0]] = op.attrs["value"]
+                continue
+            arguments = {label: (None if t is None else values[t]) for label, t in op.inputs.items()}
+            results = op.compute(arguments)
+            for tensor, result in zip(op.outputs, results):
+                values[tensor] = result
+            # Free intermediates after their last use.
+            for tensor in [t for t, last in last_use.items() if last == position]:
+                values.pop(tensor, None)
+        return {t: values[t] for t in targets}
+
+    def _ops_needed(self, targets) -> list[Operation]:
+        needed, stack = set(), [t.op for t in targets]
+        while stack:
+            op = stack.pop()
+            if op in needed:
+                continue
+            needed.add(op)
+            stack.extend(t.op for t in op.inputs.values() if t is not None)
+        return [op for op in self._ops if op in needed]
+
+    @staticmethod
+    def _last_uses(ops, targets) -> dict:
+        keep = set(targets)
+        last = {}
+        for position, op in enumerate(ops):
+            for t in op.inputs.values():
+                if t is not None and t not in keep and t.op.kind not in ("placeholder", "constant"):
+                    last[t] = position
+        return last
+
+    # -- differentiation ------------------------------------------------------------------
+    def gradients(self, of: Tensor, with_) -> dict:
+        """Add the backward ops for d(sum(of))/d(t) for each t in ``with_``: {t: gradient}."""
+        from rnngraph.autodiff import gradients
+
+        return gradients(self, of, with_)

@@ -1,0 +1,76 @@
+"""``GRU`` and ``GRUGradients`` (SPEC.md sections 5 and 6)."""
+
+from __future__ import annotations
+
+from rnngraph.descriptors import GRUDescriptor
+from rnngraph.ops.recurrent import CellSpec, forward_op, gradient_op
+
+GRU_CELL = CellSpec(
+    name="GRU",
+    gradient_name="GRUGradients",
+    gates=3,
+    descriptor_type=GRUDescriptor,
+    forward_optional=("inputWeight", "bias", "initState", "mask", "secondaryBias"),
+    gradient_required=("outputFwd",),
+    gradient_optional=("stateGradient", "inputWeight", "bias", "initState", "mask",
+                       "secondaryBias"),
+    returned=("source", "recurrentWeight", "inputWeight", "bias", "initState", "secondaryBias"),
+)
+
+
+def _outputs(descriptor) -> list:
+    return ["h", "zState"] if descriptor.training else ["h"]
+
+
+class GRUOps:
+    def GRU(self, source, *, recurrentWeight, inputWeight=None, bias=None, initState=None,
+            mask=None, secondaryBias=None, descriptor=None, name=None):
+        """GRU with gates ``[z, r, o]`` (``[r, z, o]`` with ``resetGateFirst``).
+
+        ``z = act_z(x'_z + hm·R_zᵀ)``, ``r = act_r(x'_r + hm·R_rᵀ)``;
+        ``o = act_o(x'_o + (hm ⊙ r)·R_oᵀ)``, or with ``resetAfter``
+        ``o = act_o(x'_o + r ⊙ (hm·R_oᵀ + b2))``;
+        ``h = z ⊙ h[t-1] + (1 − z) ⊙ o`` (``flipZ``: ``(1 − z) ⊙ h[t-1] + z ⊙ o``).
+
+        Args:
+            source: ``[T, N, I]``; without ``inputWeight`` the projected ``[T, N, 3H]``
+                (``[T, N, 6H]`` bidirectional).
+            recurrentWeight: ``[3H, H]`` (``[2, 3H, H]``).
+            inputWeight: ``[3H, I]`` (``[6H, I]``) or None.
+            bias: ``[3H]`` (``[6H]``) or None.
+            initState: ``[N, H]`` or ``[1, N, H]`` (``[N, 2H]``) or None.
+            mask: broadcastable to ``[T, N, D·H]`` or None.
+            secondaryBias: b2 ``[H]`` (``[2H]``) or None; used only with ``resetAfter``.
+            descriptor: ``GRUDescriptor`` (None: defaults); copied.
+
+        Returns:
+            ``[h]`` with h ``[T, N, D·H]``; with ``training`` ``[h, zState]``, zState =
+            activated gates ``[T, N, D·3H]``.
+        """
+        return forward_op(self, GRU_CELL, dict(
+            source=source, recurrentWeight=recurrentWeight, inputWeight=inputWeight, bias=bias,
+            initState=initState, mask=mask, secondaryBias=secondaryBias),
+            descriptor, name, _outputs)
+
+    def GRUGradients(self, source, *, recurrentWeight, sourceGradient, zState,
+                     outputFwd, stateGradient=None, inputWeight=None, bias=None,
+                     initState=None, mask=None, secondaryBias=None, descriptor=None, name=None):
+        """Gradients of ``GRU`` from its saved ``zState`` and output sequence.
+
+        Args:
+            sourceGradient: dL/dh for every step ``[T, N, D·H]``.
+            zState: the forward op's second output ``[T, N, D·3H]``.
+            outputFwd: the forward op's first output ``[T, N, D·H]``.
+            stateGradient: dL/d(final state) ``[N, D·H]`` or None.
+            others: as given to the forward op.
+
+        Returns:
+            Gradients for ``source, recurrentWeight, inputWeight, bias, initState,
+            secondaryBias``, one per input given, each shaped like its input (secondaryBias's
+            is zero without ``resetAfter``).
+        """
+        return gradient_op(self, GRU_CELL, dict(
+            source=source, recurrentWeight=recurrentWeight, sourceGradient=sourceGradient,
+            zState=zState, outputFwd=outputFwd, stateGradient=stateGradient,
+            inputWeight=inputWeight, bias=bias, initState=initState, mask=mask,
+            secondaryBias=secondaryBias), descriptor, name)

@@ -1,0 +1,79 @@
+"""``LSTM`` and ``LSTMGradients`` (SPEC.md sections 5 and 6)."""
+
+from __future__ import annotations
+
+from rnngraph.descriptors import LSTMDescriptor
+from rnngraph.ops.recurrent import CellSpec, forward_op, gradient_op
+
+LSTM_CELL = CellSpec(
+    name="LSTM",
+    gradient_name="LSTMGradients",
+    gates=4,
+    descriptor_type=LSTMDescriptor,
+    forward_optional=("inputWeight", "bias", "initState", "initCell", "mask", "peephole"),
+    gradient_required=("cellOutputFwd",),
+    gradient_optional=("stateGradient", "cellGradient", "inputWeight", "bias", "initState",
+                       "initCell", "mask", "peephole"),
+    returned=("source", "recurrentWeight", "inputWeight", "bias", "peephole", "initState",
+              "initCell"),
+)
+
+
+def _outputs(descriptor) -> list:
+    # SPEC.md section 5 (pinned): training always returns [h, c, zState].
+    if descriptor.training:
+        return ["h", "c", "zState"]
+    return ["h", "c"] if descriptor.produceCell else ["h"]
+
+
+class LSTMOps:
+    def LSTM(self, source, *, recurrentWeight, inputWeight=None, bias=None, initState=None,
+             initCell=None, mask=None, peephole=None, descriptor=None, name=None):
+        """LSTM with gates ``[i, f, z, o]`` (``[i, z, f, o]`` with ``forgetGateLast``).
+
+        ``a_g = act_g(x'_g + (h[t-1] ⊙ m)·R_gᵀ + p_g ⊙ c[t-1])``,
+        ``c = a_f ⊙ c[t-1] + a_i ⊙ a_z``, ``h = a_o ⊙ act(c)``.
+
+        Args:
+            source: ``[T, N, I]``; without ``inputWeight`` the projected ``[T, N, 4H]``
+                (``[T, N, 8H]`` bidirectional).
+            recurrentWeight: ``[4H, H]`` (``[2, 4H, H]``).
+            inputWeight: ``[4H, I]`` (``[8H, I]``) or None.
+            bias: ``[4H]`` (``[8H]``) or None.
+            initState, initCell: ``[N, H]`` or ``[1, N, H]`` (``[N, 2H]``) or None.
+            mask: broadcastable to ``[T, N, D·H]`` or None.
+            peephole: ``[4H]`` (``[2, 4H]`` or ``[8H]``) or None.
+            descriptor: ``LSTMDescriptor`` (None: defaults); copied.
+
+        Returns:
+            ``[h]``; ``[h, c]`` with ``produceCell``; ``[h, c, zState]`` with ``training``.
+            h, c: ``[T, N, D·H]``; zState: activated gates ``[T, N, D·4H]``.
+        """
+        return forward_op(self, LSTM_CELL, dict(
+            source=source, recurrentWeight=recurrentWeight, inputWeight=inputWeight, bias=bias,
+            initState=initState, initCell=initCell, mask=mask, peephole=peephole),
+            descriptor, name, _outputs)
+
+    def LSTMGradients(self, source, *, recurrentWeight, sourceGradient, zState,
+                      cellOutputFwd, stateGradient=None, cellGradient=None, inputWeight=None,
+                      bias=None, initState=None, initCell=None, mask=None, peephole=None,
+                      descriptor=None, name=None):
+        """Gradients of ``LSTM`` from its saved ``zState`` and cell sequence.
+
+        Args:
+            sourceGradient: dL/dh for every step ``[T, N, D·H]``.
+            zState: the forward op's third output ``[T, N, D·4H]``.
+            cellOutputFwd: the forward op's second output ``[T, N, D·H]``.
+            stateGradient, cellGradient: dL/d(final state), dL/d(final cell) ``[N, D·H]``
+                or None; they enter at the last processed step of each direction.
+            others: as given to the forward op.
+
+        Returns:
+            Gradients for ``source, recurrentWeight, inputWeight, bias, peephole, initState,
+            initCell``, one per input given, each shaped like its input.
+        """
+        return gradient_op(self, LSTM_CELL, dict(
+            source=source, recurrentWeight=recurrentWeight, sourceGradient=sourceGradient,
+            zState=zState, cellOutputFwd=cellOutputFwd, stateGradient=stateGradient,
+            cellGradient=cellGradient, inputWeight=inputWeight, bias=bias, initState=initState,
+            initCell=initCell, mask=mask, peephole=peephole), descriptor, name)

@@ -1,0 +1,226 @@
+"""What the three RNN op families share: argument checking, shape inference at build time
+and again at run time, layout normalisation for the core, and the returned-gradient order.
+
+Each cell is described by a ``CellSpec``; the per-cell modules only add the public methods
+(with their docstrings) and the cell's output list.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from rnngraph import _core
+from rnngraph import shapes
+from rnngraph.tensor import Tensor
+
+# Labels whose tensors are [N, D·H] states (also accepted as [1, N, D·H]).
+STATE_LABELS = ("initState", "initCell", "stateGradient", "cellGradient")
+SEQUENCE_LABELS = ("sourceGradient", "outputFwd", "cellOutputFwd")
+
+
+@dataclass(frozen=True)
+class CellSpec:
+    name: str  # forward op, e.g. "LSTM"
+    gradient_name: str  # e.g. "LSTMGradients"
+    gates: int  # G
+    descriptor_type: type
+    forward_optional: tuple  # optional forward inputs, Swift order
+    gradient_required: tuple  # saved forward tensors beyond source/recurrentWeight/sourceGradient/zState
+    gradient_optional: tuple  # optional gradient-op inputs, Swift order
+    returned: tuple  # gradients returned, in order, one per given input
+    # Descriptor properties that do not change the math of the gradient op.
+    forward_only_flags: tuple = ("training",)
+
+
+def layouts(label: str, spec: CellSpec, bidirectional: bool, has_input_weight: bool):
+    """The accepted layouts of ``label`` (SPEC.md section 1), as symbolic shapes."""
+    G, D = spec.gates, 2 if bidirectional else 1
+    T, N, I, H = (1, "T"), (1, "N"), (1, "I"), (1, "H")
+    if label == "source":
+        return [[T, N, I]] if has_input_weight else [[T, N, (D * G, "H")]]
+    if label == "recurrentWeight":
+        return [[2, (G, "H"), H]] if bidirectional else [[(G, "H"), H]]
+    if label == "inputWeight":
+        return [[(D * G, "H"), I]]
+    if label == "bias":
+        return [[(D * G, "H")]]
+    if label in STATE_LABELS:
+        return [[N, (D, "H")], [1, N, (D, "H")]]
+    if label == "peephole":
+        return [[(D * 4, "H")], [2, (4, "H")]] if bidirectional else [[(4, "H")]]
+    if label == "secondaryBias":
+        return [[(D, "H")]]
+    if label in SEQUENCE_LABELS:
+        return [[T, N, (D, "H")]]
+    if label == "zState":
+        return [[T, N, (D * G, "H")]]
+    raise KeyError(label)
+
+
+def infer_sizes(op: str, spec: CellSpec, inputs: dict, bidirectional: bool) -> dict:
+    """Check every given input's shape (a Tensor's shape or an array's) and return the sizes
+    T, N, I, H (None where unknown). Raises ValueError naming ``op`` and the label."""
+    shape_of = {label: tuple(v.shape) for label, v in inputs.items() if v is not None}
+    has_w = "inputWeight" in shape_of
+    if len(shape_of["source"]) != 3:
+        raise ValueError(f"{op}: source: expected rank 3 [T, N, {'I' if has_w else 'G·H'}], "
+                         f"got shape {list(shape_of['source'])}")
+    rank_r = 3 if bidirectional else 2
+    if len(shape_of["recurrentWeight"]) != rank_r:
+        raise ValueError(f"{op}: recurrentWeight: expected rank {rank_r} "
+                         f"({'bidirectional' if bidirectional else 'unidirectional'}), "
+                         f"got shape {list(shape_of['recurrentWeight'])}")
+    sizes = {"T": None, "N": None, "I": None, "H": None}
+    shapes.bind(sizes, "H", shape_of["recurrentWeight"][-1])
+    # Learn the remaining sizes from the first tensors that hold them.
+    for label in ("source", "sourceGradient", "zState", *STATE_LABELS, "inputWeight"):
+        if label not in shape_of:
+            continue
+        for layout in layouts(label, spec, bidirectional, has_w):
+            if len(layout) == len(shape_of[label]):
+                for dim, value in zip(layout, shape_of[label]):
+                    if isinstance(dim, tuple) and dim[1] != "H":
+                        shapes.bind(sizes, dim[1], value, dim[0])
+                break
+    for label, shape in shape_of.items():
+        if label == "mask":
+            D = 2 if bidirectional else 1
+            shapes.check_broadcastable(op, label, shape, [(1, "T"), (1, "N"), (D, "H")], sizes)
+        else:
+            shapes.check(op, label, shape, layouts(label, spec, bidirectional, has_w), sizes)
+    if sizes["H"] == 0:
+        raise ValueError(f"{op}: recurrentWeight: hidden size H must be positive")
+    if has_w and sizes["I"] == 0:
+        raise ValueError(f"{op}: source: input size I must be positive when inputWeight is given")
+    return sizes
+
+
+def check_descriptor(op: str, spec: CellSpec, descriptor):
+    if descriptor is None:
+        return spec.descriptor_type()
+    if not isinstance(descriptor, spec.descriptor_type):
+        raise TypeError(f"{op}: descriptor: expected {spec.descriptor_type.__name__}, "
+                        f"got {type(descriptor).__name__}")
+    return descriptor.copy()  # copy-on-build (SPEC.md section 3)
+
+
+def check_dtypes(op: str, tensors: dict) -> None:
+    dtype = tensors["source"].dataType
+    for label, tensor in tensors.items():
+        if tensor is not None and tensor.dataType != dtype:
+            raise TypeError(f"{op}: {label}: expected dataType {dtype.value} like source, "
+                            f"got {tensor.dataType.value}")
+
+
+def collect_inputs(graph, op: str, spec: CellSpec, arguments: dict) -> dict:
+    """Turn the call's arguments into {label: Tensor or None}, Swift order, checked.
+    NumPy arrays become constants (of the source's dataType for every other input)."""
+    source = graph._as_tensor(arguments["source"], f"{op}: source", None)
+    if source is None:
+        raise TypeError(f"{op}: source: expected an rnngraph Tensor, got None")
+    tensors = {"source": source}
+    for label, value in arguments.items():
+        if label != "source":
+            tensors[label] = graph._as_tensor(value, f"{op}: {label}", source.dataType)
+    return tensors
+
+
+def normalise(arrays: dict, sizes: dict, bidirectional: bool) -> dict:
+    """Run-time arrays in the dense layouts the core expects (SPEC.md section 1)."""
+    T, N, H = sizes["T"], sizes["N"], sizes["H"]
+    DH = (2 if bidirectional else 1) * H
+    out = {}
+    for label, array in arrays.items():
+        if array is None:
+            out[label] = None
+            continue
+        if label in STATE_LABELS:
+            array = array.reshape(N, DH)
+        elif label == "peephole":
+            array = array.reshape(-1)
+        elif label == "mask":
+            array = np.broadcast_to(array, (T, N, DH))
+        out[label] = np.ascontiguousarray(array)
+    return out
+
+
+def runtime_sizes(op: str, spec: CellSpec, arrays: dict, bidirectional: bool) -> dict:
+    """The build-time checks again, on the real arrays (dimensions unknown when building)."""
+    return infer_sizes(op, spec, arrays, bidirectional)
+
+
+def forward_op(graph, spec: CellSpec, arguments: dict, descriptor, name, outputs_for):
+    """Record a forward op. ``outputs_for(descriptor)`` lists the returned outputs among
+    'h', 'c', 'zState' (SPEC.md section 5)."""
+    op = spec.name
+    descriptor = check_descriptor(op, spec, descriptor)
+    tensors = collect_inputs(graph, op, spec, arguments)
+    if tensors["recurrentWeight"] is None:
+        raise ValueError(f"{op}: recurrentWeight is required")
+    check_dtypes(op, tensors)
+    bidirectional = descriptor.bidirectional
+    sizes = infer_sizes(op, spec, tensors, bidirectional)
+    D = 2 if bidirectional else 1
+    T, N, H = sizes["T"], sizes["N"], sizes["H"]
+    DH = None if H is None else D * H
+    DGH = None if H is None else D * spec.gates * H
+    shape_of = {"h": (T, N, DH), "c": (T, N, DH), "zState": (T, N, DGH)}
+    wanted = outputs_for(descriptor)
+    options = descriptor.as_dict()
+    training = "zState" in wanted
+
+    def compute(arrays):
+        run_sizes = runtime_sizes(op, spec, arrays, bidirectional)
+        dense = normalise(arrays, run_sizes, bidirectional)
+        h, c, z = _core.rnn_forward(spec.name, options, training=training, **dense)
+        produced = {"h": h, "c": c, "zState": z}
+        return [produced[k] for k in wanted]
+
+    dtype = tensors["source"].dataType
+    return graph._add(op, name, tensors, compute, [(k, shape_of[k], dtype) for k in wanted],
+                      {"descriptor": descriptor, "spec": spec, "outputs": wanted})
+
+
+def check_matching_forward(op: str, spec: CellSpec, descriptor, zState: Tensor) -> None:
+    """When zState comes from a forward op of this graph, the descriptors must agree."""
+    producer = zState.op
+    if producer.kind != spec.name:
+        return
+    theirs = producer.attrs["descriptor"].as_dict()
+    ours = descriptor.as_dict()
+    for key in ours:
+        if key in ("training", "produceCell"):
+            continue
+        if ours[key] != theirs[key]:
+            raise ValueError(f"{op}: descriptor: {key}={ours[key]!r} differs from the {spec.name} op "
+                             f"{producer.name!r} that produced zState ({key}={theirs[key]!r})")
+
+
+def gradient_op(graph, spec: CellSpec, arguments: dict, descriptor, name):
+    """Record a gradient op; returns one gradient Tensor per given differentiable input,
+    in ``spec.returned`` order, each shaped like its input (SPEC.md section 6)."""
+    op = spec.gradient_name
+    descriptor = check_descriptor(op, spec, descriptor)
+    tensors = collect_inputs(graph, op, spec, arguments)
+    for label in ("recurrentWeight", "sourceGradient", "zState", *spec.gradient_required):
+        if tensors[label] is None:
+            raise ValueError(f"{op}: {label} is required")
+    check_dtypes(op, tensors)
+    check_matching_forward(op, spec, descriptor, tensors["zState"])
+    bidirectional = descriptor.bidirectional
+    infer_sizes(op, spec, tensors, bidirectional)
+    options = descriptor.as_dict()
+    returned = [label for label in spec.returned if tensors.get(label) is not None]
+
+    def compute(arrays):
+        run_sizes = runtime_sizes(op, spec, arrays, bidirectional)
+        dense = normalise(arrays, run_sizes, bidirectional)
+        grads = _core.rnn_gradients(spec.name, options, **dense)
+        return [grads[label].reshape(arrays[label].shape) for label in returned]
+
+    dtype = tensors["source"].dataType
+    outputs = [(f"d{label}", tensors[label].shape, dtype) for label in returned]
+    return graph._add(op, name, tensors, compute, outputs,
+                      {"descriptor": descriptor, "spec": spec, "returned": returned})

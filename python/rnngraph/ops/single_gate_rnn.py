@@ -1,0 +1,67 @@
+"""``singleGateRNN`` and ``singleGateRNNGradients`` (SPEC.md sections 5 and 6)."""
+
+from __future__ import annotations
+
+from rnngraph.descriptors import SingleGateRNNDescriptor
+from rnngraph.ops.recurrent import CellSpec, forward_op, gradient_op
+
+SINGLE_GATE = CellSpec(
+    name="singleGateRNN",
+    gradient_name="singleGateRNNGradients",
+    gates=1,
+    descriptor_type=SingleGateRNNDescriptor,
+    forward_optional=("inputWeight", "bias", "initState", "mask"),
+    gradient_required=(),
+    gradient_optional=("stateGradient", "inputWeight", "bias", "initState", "mask"),
+    returned=("source", "recurrentWeight", "inputWeight", "bias", "initState"),
+)
+
+
+def _outputs(descriptor) -> list:
+    return ["h", "zState"] if descriptor.training else ["h"]
+
+
+class SingleGateRNNOps:
+    def singleGateRNN(self, source, *, recurrentWeight, inputWeight=None, bias=None,
+                      initState=None, mask=None, descriptor=None, name=None):
+        """Single-gate RNN: ``z[t] = x[t]·Wᵀ + b + (h[t-1] ⊙ m[t])·Rᵀ``, ``h[t] = act(z[t])``.
+
+        Args:
+            source: ``[T, N, I]``; without ``inputWeight`` the projected ``[T, N, H]``
+                (``[T, N, 2H]`` bidirectional).
+            recurrentWeight: ``[H, H]`` (``[2, H, H]`` bidirectional).
+            inputWeight: ``[H, I]`` (``[2H, I]``) or None (source already projected).
+            bias: ``[H]`` (``[2H]``) or None (zeros).
+            initState: ``[N, H]`` or ``[1, N, H]`` (``[N, 2H]``) or None (zeros).
+            mask: broadcastable to ``[T, N, H]`` (``[T, N, 2H]``) or None (ones).
+            descriptor: ``SingleGateRNNDescriptor`` (None: defaults); copied.
+            name: op name.
+
+        Returns:
+            ``[h]`` with h ``[T, N, H]`` (``[T, N, 2H]``); with ``training`` ``[h, zState]``,
+            zState = pre-activation z ``[T, N, H]`` (``[T, N, 2H]``).
+        """
+        return forward_op(self, SINGLE_GATE, dict(
+            source=source, recurrentWeight=recurrentWeight, inputWeight=inputWeight, bias=bias,
+            initState=initState, mask=mask), descriptor, name, _outputs)
+
+    def singleGateRNNGradients(self, source, *, recurrentWeight, sourceGradient,
+                               zState, stateGradient=None, inputWeight=None, bias=None,
+                               initState=None, mask=None, descriptor=None, name=None):
+        """Gradients of ``singleGateRNN`` from its saved ``zState``.
+
+        Args:
+            source, recurrentWeight, inputWeight, bias, initState, mask, descriptor: as given
+                to the forward op.
+            sourceGradient: dL/dh for every step, ``[T, N, D·H]``.
+            zState: the forward op's training output ``[T, N, D·H]``.
+            stateGradient: dL/d(final state of each direction) ``[N, D·H]`` or None.
+
+        Returns:
+            Gradients for ``source, recurrentWeight, inputWeight, bias, initState`` in that
+            order, one per input given, each shaped like its input.
+        """
+        return gradient_op(self, SINGLE_GATE, dict(
+            source=source, recurrentWeight=recurrentWeight, sourceGradient=sourceGradient,
+            zState=zState, stateGradient=stateGradient, inputWeight=inputWeight, bias=bias,
+            initState=initState, mask=mask), descriptor, name)

@@ -1,0 +1,86 @@
+"""Shape checking against symbolic layouts such as ``[2, 4H, H]``.
+
+A layout is a list of dimensions; each is an int (a literal size) or a ``(coefficient,
+symbol)`` pair meaning ``coefficient * symbol`` for a symbol among T, N, I, H. The same
+check runs at graph-build time (where ``None`` dimensions are skipped) and again at run time
+with the real shapes, and its error names the op and the Swift label:
+``LSTM: recurrentWeight: expected shape [4H, H] = [512, 128], got [512, 64]``.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence, Union
+
+Dim = Union[int, tuple]
+Layout = Sequence[Dim]
+Sizes = dict  # symbol -> int or None
+
+
+def _dim_text(dim: Dim) -> str:
+    if isinstance(dim, int):
+        return str(dim)
+    coefficient, symbol = dim
+    return symbol if coefficient == 1 else f"{coefficient}{symbol}"
+
+
+def _dim_value(dim: Dim, sizes: Sizes) -> Optional[int]:
+    if isinstance(dim, int):
+        return dim
+    coefficient, symbol = dim
+    value = sizes.get(symbol)
+    return None if value is None else coefficient * value
+
+
+def _shape_text(values) -> str:
+    return "[" + ", ".join("?" if v is None else str(v) for v in values) + "]"
+
+
+def layout_text(layout: Layout, sizes: Sizes) -> str:
+    """``[4H, H] = [512, 128]`` (or just the symbols while sizes are unknown)."""
+    symbolic = "[" + ", ".join(_dim_text(d) for d in layout) + "]"
+    values = [_dim_value(d, sizes) for d in layout]
+    if all(isinstance(d, int) for d in layout) or all(v is None for v in values):
+        return symbolic
+    return f"{symbolic} = {_shape_text(values)}"
+
+
+def matches(shape, layout: Layout, sizes: Sizes) -> bool:
+    if len(shape) != len(layout):
+        return False
+    for actual, dim in zip(shape, layout):
+        expected = _dim_value(dim, sizes)
+        if actual is not None and expected is not None and actual != expected:
+            return False
+    return True
+
+
+def check(op: str, label: str, shape, layouts: Sequence[Layout], sizes: Sizes) -> Layout:
+    """Return the first layout ``shape`` fits; raise ValueError naming op and label if none."""
+    for layout in layouts:
+        if matches(shape, layout, sizes):
+            return layout
+    expected = " or ".join(layout_text(layout, sizes) for layout in layouts)
+    raise ValueError(f"{op}: {label}: expected shape {expected}, got {_shape_text(shape)}")
+
+
+def bind(sizes: Sizes, symbol: str, value: Optional[int], coefficient: int = 1) -> None:
+    """Learn ``symbol`` from a dimension equal to ``coefficient * symbol`` if still unknown."""
+    if value is None or sizes.get(symbol) is not None:
+        return
+    if value % coefficient == 0:
+        sizes[symbol] = value // coefficient
+
+
+def check_broadcastable(op: str, label: str, shape, target: Layout, sizes: Sizes) -> None:
+    """NumPy broadcasting of ``shape`` to ``target`` (each dimension 1 or equal)."""
+    target_values = [_dim_value(d, sizes) for d in target]
+    ok = len(shape) <= len(target)
+    if ok:
+        for actual, expected in zip(reversed(shape), reversed(target_values)):
+            if actual is not None and expected is not None and actual not in (1, expected):
+                ok = False
+    if not ok:
+        raise ValueError(
+            f"{op}: {label}: expected a shape broadcastable to {layout_text(target, sizes)}, "
+            f"got {_shape_text(shape)}"
+        )
