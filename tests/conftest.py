@@ -1,0 +1,23 @@
+"""Shared fixtures; the run ends with the worst finite-difference error seen."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gradcheck
+
+
+@pytest.fixture
+def rng(request):
+    # A seed per test, stable across runs.
+    seed = abs(hash(request.node.nodeid)) % (2**32)
+    return np.random.default_rng(seed)
+
+
+def pytest_terminal_summary(terminalreporter):
+    if gradcheck.WORST["error"] is not None:
+        terminalreporter.write_line(
+            f"worst finite-difference gradient error: {gradcheck.WORST['error']:.3e} "
+            f"({gradcheck.WORST['where']})"
+        )
