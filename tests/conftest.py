@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 import pytest
 
@@ -10,8 +12,8 @@ import gradcheck
 
 @pytest.fixture
 def rng(request):
-    # A seed per test, stable across runs.
-    seed = abs(hash(request.node.nodeid)) % (2**32)
+    # A seed per test, stable across runs and processes (str hashes are salted per process).
+    seed = zlib.crc32(request.node.nodeid.encode())
     return np.random.default_rng(seed)
 
 

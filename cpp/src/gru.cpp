@@ -29,10 +29,10 @@ struct GRUCell {
   void forward_step(const Direction<S>& dir, const ForwardStep<S>& st) const {
     const Index N = dir.N, H = dir.H, ld = st.ld_gates;
     auto gate = [&](Index g) { return block(st.gates + g * H, N, H, ld); };
-    block(st.gates, N, 2 * H, ld) = cblock(st.xp, N, 2 * H, 3 * H) + cblock(st.q, N, 2 * H, 3 * H);
+    block(st.gates, N, 2 * H, ld) = cblock(st.xp, N, 2 * H, st.ld_xp) + cblock(st.q, N, 2 * H, 3 * H);
     activate(o.updateGateActivation, gate(gz));
     activate(o.resetGateActivation, gate(gr));
-    const auto xo = cblock(st.xp + 2 * H, N, H, 3 * H);
+    const auto xo = cblock(st.xp + 2 * H, N, H, st.ld_xp);
     if (o.resetAfter) {
       // o = act_o(x'_o + r ⊙ (hm·R_oᵀ + b2))
       auto qo = block(st.q + 2 * H, N, H, 3 * H);
@@ -42,8 +42,8 @@ struct GRUCell {
       // o = act_o(x'_o + (hm ⊙ r)·R_oᵀ): the second, dependent GEMM of this step.
       auto hmr = block(st.scratch, N, H, H);
       hmr = cblock(st.hm, N, H, st.ld_hm) * gate(gr);
-      gemm(Trans::no, Trans::yes, N, H, H, S(1), st.scratch, H, candidate_weight(dir), H, S(0),
-           st.scratch + N * H, H);
+      gemm(Trans::no, Trans::no, N, H, H, S(1), st.scratch, H, dir.recurrentWeightT + 2 * H,
+           3 * H, S(0), st.scratch + N * H, H);
       gate(go) = xo + cblock(st.scratch + N * H, N, H, H);
     }
     activate(o.outputGateActivation, gate(go));
@@ -79,8 +79,8 @@ struct GRUCell {
     const auto og = cblock(a + go * H, N, H, ldg);
     const auto hp = cblock(state.hp.at(t), N, H, H);
     const auto dh = cblock(st.dh, N, H, H);
-    auto dA = [&](Index g) { return block(st.dxp + g * H, N, H, 3 * H); };
-    auto dq = [&](Index g) { return block(st.dq + g * H, N, H, 3 * H); };
+    auto dA = [&](Index g) { return block(st.dxp + g * H, N, H, st.ld_dxp); };
+    auto dq = [&](Index g) { return block(st.dq + g * H, N, H, st.ld_dxp); };
 
     if (o.flipZ) {
       dA(go) = dh * z;
@@ -100,14 +100,14 @@ struct GRUCell {
     } else {
       dq(go) = dA(go);
       // g = dL/d(hm ⊙ r) = dA_o·R_o, then split between r and hm.
-      gemm(Trans::no, Trans::no, N, H, H, S(1), st.dxp + go * H, 3 * H, candidate_weight(dir), H,
+      gemm(Trans::no, Trans::no, N, H, H, S(1), st.dxp + go * H, st.ld_dxp, candidate_weight(dir), H,
            S(0), st.scratch, H);
       const auto g = cblock(st.scratch, N, H, H);
       dA(gr) = g * cblock(state.hm.at(t), N, H, H);
       block(st.dhm, N, H, H) = g * r;
     }
     multiply_by_derivative(o.resetGateActivation, r, dA(gr));
-    block(st.dq, N, 2 * H, 3 * H) = block(st.dxp, N, 2 * H, 3 * H);
+    block(st.dq, N, 2 * H, st.ld_dxp) = block(st.dxp, N, 2 * H, st.ld_dxp);
   }
 
   void finish_backward(const Direction<S>& dir, const GradientArgs<S>& a,
@@ -122,12 +122,12 @@ struct GRUCell {
             cblock(st.hm.at(t), N, H, H) * cblock(st.gates.at(t) + gr * H, N, H, st.gates.ld);
       }
       S* dR_o = a.recurrentWeightGrad + dir.d * 3 * H * H + 2 * H * H;
-      gemm(Trans::yes, Trans::no, H, H, TN, S(1), dq_o, 3 * H, st.buffer_b.data(), H, S(0), dR_o, H);
+      gemm(Trans::yes, Trans::no, H, H, TN, S(1), dq_o, st.ld_dxp, st.buffer_b.data(), H, S(0), dR_o, H);
     }
     if (a.secondaryBiasGrad) {
       S* db2 = a.secondaryBiasGrad + dir.d * H;
       // b2 only enters with resetAfter; otherwise its gradient is zero (SPEC.md section 6).
-      if (o.resetAfter) detail::column_sums(dq_o, TN, H, 3 * H, db2);
+      if (o.resetAfter) detail::column_sums(dq_o, TN, H, st.ld_dxp, db2);
       else std::fill(db2, db2 + H, S(0));
     }
   }

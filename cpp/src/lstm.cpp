@@ -25,7 +25,7 @@ struct LSTMCell {
   void forward_step(const Direction<S>& dir, const ForwardStep<S>& st) const {
     const Index N = dir.N, H = dir.H, ld = st.ld_gates;
     auto gate = [&](Index g) { return block(st.gates + g * H, N, H, ld); };
-    block(st.gates, N, 4 * H, ld) = cblock(st.xp, N, 4 * H, 4 * H) + cblock(st.q, N, 4 * H, 4 * H);
+    block(st.gates, N, 4 * H, ld) = cblock(st.xp, N, 4 * H, st.ld_xp) + cblock(st.q, N, 4 * H, 4 * H);
     const auto cp = cblock(st.cp, N, H, st.ld_cp);
     // Peephole on all four gates, from the previous cell (Apple's form, SPEC.md section 5).
     if (dir.peephole) {
@@ -79,7 +79,7 @@ struct LSTMCell {
     const Index N = dir.N, H = dir.H, t = st.t, ldg = state.gates.ld;
     const S* a = state.gates.at(t);
     auto act = [&](Index g) { return cblock(a + g * H, N, H, ldg); };
-    auto dA = [&](Index g) { return block(st.dxp + g * H, N, H, 4 * H); };
+    auto dA = [&](Index g) { return block(st.dxp + g * H, N, H, st.ld_dxp); };
     const auto dh = cblock(st.dh, N, H, H);
     const auto act_c = cblock(state.buffer_a.data() + t * N * H, N, H, H);
     const auto cp = cblock(state.buffer_c.data() + t * N * H, N, H, H);
@@ -111,12 +111,11 @@ struct LSTMCell {
   void finish_backward(const Direction<S>& dir, const GradientArgs<S>& a,
                        CellBackwardState<S>& st) const {
     const Index N = dir.N, H = dir.H, TN = dir.T * N, ld = dir.state_ld;
+    // dL/dp_g = Σ_t,n dA_g ⊙ cp.
     if (a.peepholeGrad) {
-      const auto cp_all = cblock(st.buffer_c.data(), TN, H, H);
       for (Index g = 0; g < 4; ++g) {
-        Eigen::Map<Eigen::Array<S, 1, Eigen::Dynamic>> dp(a.peepholeGrad + dir.d * 4 * H + g * H, H);
-        if (TN == 0) dp.setZero();
-        else dp = (cblock(st.dxp_all + g * H, TN, H, 4 * H) * cp_all).colwise().sum();
+        detail::column_sums_of_products(st.dxp_all + g * H, st.ld_dxp, st.buffer_c.data(), H, TN, H,
+                                        a.peepholeGrad + dir.d * 4 * H + g * H);
       }
     }
     if (a.initCellGrad) block(a.initCellGrad + dir.d * H, N, H, ld) = block(st.carry.data(), N, H, H);

@@ -18,7 +18,7 @@ struct SingleGateCell {
   void forward_step(const Direction<S>& dir, const ForwardStep<S>& st) const {
     const Index N = dir.N, H = dir.H;
     auto z = block(st.gates, N, H, st.ld_gates);
-    z = cblock(st.xp, N, H, H) + cblock(st.q, N, H, H);
+    z = cblock(st.xp, N, H, st.ld_xp) + cblock(st.q, N, H, H);
     auto h = block(st.h, N, H, st.ld_h);
     h = z;
     activate(activation, h);
@@ -42,7 +42,7 @@ struct SingleGateCell {
   void backward_step(const Direction<S>& dir, const BackwardStep<S>& st,
                      CellBackwardState<S>& state) const {
     const Index N = dir.N, H = dir.H;
-    auto dz = block(st.dxp, N, H, H);
+    auto dz = block(st.dxp, N, H, st.ld_dxp);
     dz = cblock(st.dh, N, H, H);
     multiply_by_derivative(activation, cblock(state.states.at(st.t), N, H, H), dz);
     block(st.dhm, N, H, H).setZero();

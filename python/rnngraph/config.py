@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from rnngraph import _core
+from rnngraph._native import core as _core
+from rnngraph._native import supported_levels
 
 # Cores of OpenBLAS's DYNAMIC_ARCH build that run AVX-512 kernels.
 AVX512_CORES = ("SkylakeX", "Cooperlake", "SapphireRapids")
@@ -13,6 +14,11 @@ def blas_info() -> dict:
     return dict(_core.blas_info())
 
 
+def kernel_level() -> str:
+    """Instruction-set level of the running C++ core: 'avx512', 'avx2' or 'baseline'."""
+    return str(_core.kernel_level)
+
+
 def show_config() -> None:
     """Print the BLAS library, its version and build, the detected core and the threads."""
     info = blas_info()
@@ -20,6 +26,7 @@ def show_config() -> None:
     print(f"BLAS build            : {info['config']}")
     print(f"BLAS detected core    : {info['core']}")
     print(f"BLAS threads          : {info['num_threads']}")
+    print(f"rnngraph kernels      : {kernel_level()} (built: {', '.join(supported_levels())})")
 
 
 def set_num_threads(n: int) -> None:

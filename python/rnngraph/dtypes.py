@@ -38,3 +38,8 @@ def as_data_type(value, where: str) -> DataType:
     if dtype == np.float64:
         return DataType.float64
     raise TypeError(f"{where}: expected rnngraph.float32 or rnngraph.float64, got {dtype}")
+
+
+def dense(array, dtype=None) -> np.ndarray:
+    """A C-contiguous, aligned array (copied only when needed); rank 0 stays rank 0."""
+    return np.require(array, dtype=dtype, requirements=["C", "A"])

@@ -7,7 +7,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from rnngraph.dtypes import DataType, as_data_type
+from rnngraph.dtypes import DataType, as_data_type, dense
 from rnngraph.ops.gru import GRUOps
 from rnngraph.ops.lstm import LSTMOps
 from rnngraph.ops.single_gate_rnn import SingleGateRNNOps
@@ -34,10 +34,13 @@ def _feed_array(tensor: Tensor, value) -> np.ndarray:
     where = f"run: feed for {tensor.name!r}"
     if isinstance(value, Tensor):
         raise TypeError(f"{where}: expected an array, got a symbolic Tensor")
-    array = np.asarray(value)
+    try:
+        array = np.asarray(value)
+    except ValueError as error:  # ragged nested lists
+        raise ValueError(f"{where}: not a rectangular array ({error})") from None
     if array.dtype.kind not in "fiu":
         raise TypeError(f"{where}: expected real numbers, got dtype {array.dtype}")
-    array = np.ascontiguousarray(array, dtype=tensor.dataType.numpy)
+    array = dense(array, tensor.dataType.numpy)
     if array.ndim != len(tensor.shape) or any(
         d is not None and d != a for d, a in zip(tensor.shape, array.shape)
     ):
@@ -113,7 +116,7 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps):
         if shape is not None:
             shape = tuple(int(d) for d in shape)
             array = np.full(shape, array, dtype.numpy) if array.ndim == 0 else array.reshape(shape)
-        array = np.ascontiguousarray(array)
+        array = dense(array).copy()
         array.setflags(write=False)
         return self._add("constant", name, {}, None, [("", array.shape, dtype)], {"value": array})[0]
 

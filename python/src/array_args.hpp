@@ -71,11 +71,13 @@ py::array_t<S> output(const Shape& shape) {
 }
 
 inline bool flag(const py::dict& d, const char* key, bool fallback = false) {
-  return d.contains(key) ? py::cast<bool>(d[key]) : fallback;
-}
-
-inline int integer(const py::dict& d, const char* key, int fallback) {
-  return d.contains(key) ? py::cast<int>(d[key]) : fallback;
+  if (!d.contains(key)) return fallback;
+  py::object value = d[key];
+  if (!py::isinstance<py::bool_>(value)) {
+    throw py::type_error(std::string("options: ") + key + ": expected a bool, got " +
+                         std::string(py::repr(value)));
+  }
+  return value.cast<bool>();
 }
 
 }  // namespace rnngraph::bind

@@ -35,41 +35,50 @@ Cell parse_cell(const std::string& name) {
   throw py::value_error("unknown cell '" + name + "' (expected singleGateRNN, LSTM or GRU)");
 }
 
-Activation act(const py::dict& d, const char* key, Activation fallback) {
-  return d.contains(key) ? activation_from_int(py::cast<int>(d[key]), key) : fallback;
+Activation act(const std::string& op, const py::dict& d, const char* key, Activation fallback) {
+  if (!d.contains(key)) return fallback;
+  py::object value = d[key];
+  const std::string label = op + ": " + key;
+  if (!py::isinstance<py::int_>(value) || py::isinstance<py::bool_>(value)) {
+    throw py::type_error(label + ": expected an activation 0..4, got " + std::string(py::repr(value)));
+  }
+  return activation_from_int(value.cast<int>(), label.c_str());
 }
 
 SingleGateRNNOptions single_gate_options(const py::dict& d) {
+  const std::string op = "singleGateRNN";
   SingleGateRNNOptions o;
   o.reverse = flag(d, "reverse");
   o.bidirectional = flag(d, "bidirectional");
-  o.activation = act(d, "activation", o.activation);
+  o.activation = act(op, d, "activation", o.activation);
   return o;
 }
 
 LSTMOptions lstm_options(const py::dict& d) {
+  const std::string op = "LSTM";
   LSTMOptions o;
   o.reverse = flag(d, "reverse");
   o.bidirectional = flag(d, "bidirectional");
   o.forgetGateLast = flag(d, "forgetGateLast");
-  o.inputGateActivation = act(d, "inputGateActivation", o.inputGateActivation);
-  o.forgetGateActivation = act(d, "forgetGateActivation", o.forgetGateActivation);
-  o.cellGateActivation = act(d, "cellGateActivation", o.cellGateActivation);
-  o.outputGateActivation = act(d, "outputGateActivation", o.outputGateActivation);
-  o.activation = act(d, "activation", o.activation);
+  o.inputGateActivation = act(op, d, "inputGateActivation", o.inputGateActivation);
+  o.forgetGateActivation = act(op, d, "forgetGateActivation", o.forgetGateActivation);
+  o.cellGateActivation = act(op, d, "cellGateActivation", o.cellGateActivation);
+  o.outputGateActivation = act(op, d, "outputGateActivation", o.outputGateActivation);
+  o.activation = act(op, d, "activation", o.activation);
   return o;
 }
 
 GRUOptions gru_options(const py::dict& d) {
+  const std::string op = "GRU";
   GRUOptions o;
   o.reverse = flag(d, "reverse");
   o.bidirectional = flag(d, "bidirectional");
   o.resetGateFirst = flag(d, "resetGateFirst");
   o.resetAfter = flag(d, "resetAfter");
   o.flipZ = flag(d, "flipZ");
-  o.updateGateActivation = act(d, "updateGateActivation", o.updateGateActivation);
-  o.resetGateActivation = act(d, "resetGateActivation", o.resetGateActivation);
-  o.outputGateActivation = act(d, "outputGateActivation", o.outputGateActivation);
+  o.updateGateActivation = act(op, d, "updateGateActivation", o.updateGateActivation);
+  o.resetGateActivation = act(op, d, "resetGateActivation", o.resetGateActivation);
+  o.outputGateActivation = act(op, d, "outputGateActivation", o.outputGateActivation);
   return o;
 }
 

@@ -8,7 +8,11 @@ void bind_rnn(py::module_& m);
 void bind_config(py::module_& m);
 }  // namespace rnngraph::bind
 
-PYBIND11_MODULE(_core, m) {
+#ifndef RNNGRAPH_MODULE_NAME
+#define RNNGRAPH_MODULE_NAME _core
+#endif
+
+PYBIND11_MODULE(RNNGRAPH_MODULE_NAME, m) {
   m.doc() = "rnngraph's compiled core (private: use the rnngraph package).";
   rnngraph::bind::bind_rnn(m);
   rnngraph::bind::bind_config(m);

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rnngraph import _core
 from rnngraph import shapes
+from rnngraph._native import core as _core
+from rnngraph.dtypes import dense
 from rnngraph.tensor import Tensor
 
 # Labels whose tensors are [N, D·H] states (also accepted as [1, N, D·H]).
@@ -142,7 +143,7 @@ def normalise(arrays: dict, sizes: dict, bidirectional: bool) -> dict:
             array = array.reshape(-1)
         elif label == "mask":
             array = np.broadcast_to(array, (T, N, DH))
-        out[label] = np.ascontiguousarray(array)
+        out[label] = dense(array)
     return out
 
 
