@@ -1,6 +1,10 @@
 #include "rnngraph/gemm.hpp"
 
+#include "rnngraph/threads.hpp"
+
 #include <algorithm>
+#include <cstring>
+#include <type_traits>
 
 #include <cblas.h>
 
@@ -66,29 +70,224 @@ void small_gemm(Trans ta, Trans tb, Index m, Index n, Index k, S alpha, const S*
   }
 }
 
+// ---------------------------------------------------------------------------------------
+// Kernels for the per-step products of the recurrence: few rows (the batch) against a large
+// weight matrix. A BLAS call repacks the whole weight matrix on every call, which costs more
+// than the arithmetic when the batch is small; these register-blocked kernels stream the
+// weights in place instead. Written with GCC vector extensions, so each instruction-set
+// build (baseline, AVX2, AVX-512) gets its own width. Every C element is summed in a fixed
+// order, so results never depend on buffer alignment.
+#if defined(__AVX512F__)
+constexpr int kVecBytes = 64;
+#elif defined(__AVX__)
+constexpr int kVecBytes = 32;
+#else
+constexpr int kVecBytes = 16;
+#endif
+constexpr bool kWide = kVecBytes == 64;  // 32 vector registers
+constexpr Index kRecurrentRows = 128;     // up to this many rows of A these kernels win
+
+template <class S>
+struct Vec {
+  typedef S type __attribute__((vector_size(kVecBytes)));
+  static constexpr int lanes = kVecBytes / static_cast<int>(sizeof(S));
+};
+
+template <class V, class S>
+inline V load(const S* p) {
+  V v;
+  std::memcpy(&v, p, sizeof(V));
+  return v;
+}
+
+template <class S>
+inline S store_value(S beta, S old, S value) {
+  return beta == S(0) ? value : beta * old + value;
+}
+
+// C[MR, NV·lanes] = beta·C + A[MR, k]·B[k, NV·lanes]; B rows are ldb apart.
+template <class S, int MR, int NV>
+void nn_block(Index k, const S* a, Index lda, const S* b, Index ldb, S beta, S* c, Index ldc) {
+  using V = typename Vec<S>::type;
+  constexpr int L = Vec<S>::lanes;
+  V acc[MR][NV];
+  for (int r = 0; r < MR; ++r)
+    for (int v = 0; v < NV; ++v) acc[r][v] = V{};
+  for (Index p = 0; p < k; ++p) {
+    V bv[NV];
+    for (int v = 0; v < NV; ++v) bv[v] = load<V>(b + p * ldb + v * L);
+    for (int r = 0; r < MR; ++r) {
+      const S av = a[r * lda + p];
+      for (int v = 0; v < NV; ++v) acc[r][v] += av * bv[v];
+    }
+  }
+  for (int r = 0; r < MR; ++r) {
+    for (int v = 0; v < NV; ++v) {
+      S* out = c + r * ldc + v * L;
+      for (int l = 0; l < L; ++l) out[l] = store_value(beta, out[l], acc[r][v][l]);
+    }
+  }
+}
+
+// C[MR, NR] = beta·C + A[MR, k]·B[NR, k]ᵀ: dot products along k, lanes summed in order.
+template <class S, int MR, int NR>
+void nt_block(Index k, const S* a, Index lda, const S* b, Index ldb, S beta, S* c, Index ldc) {
+  using V = typename Vec<S>::type;
+  constexpr int L = Vec<S>::lanes;
+  V acc[MR][NR];
+  for (int r = 0; r < MR; ++r)
+    for (int j = 0; j < NR; ++j) acc[r][j] = V{};
+  Index p = 0;
+  for (; p + L <= k; p += L) {
+    V av[MR], bv[NR];
+    for (int r = 0; r < MR; ++r) av[r] = load<V>(a + r * lda + p);
+    for (int j = 0; j < NR; ++j) bv[j] = load<V>(b + j * ldb + p);
+    for (int r = 0; r < MR; ++r)
+      for (int j = 0; j < NR; ++j) acc[r][j] += av[r] * bv[j];
+  }
+  for (int r = 0; r < MR; ++r) {
+    for (int j = 0; j < NR; ++j) {
+      S sum = S(0);
+      for (int l = 0; l < L; ++l) sum += acc[r][j][l];
+      for (Index q = p; q < k; ++q) sum += a[r * lda + q] * b[j * ldb + q];
+      c[r * ldc + j] = store_value(beta, c[r * ldc + j], sum);
+    }
+  }
+}
+
+// Dispatch a runtime row count 1..MR to the matching instantiation.
+template <int MR, class F>
+inline void with_rows(Index rows, F&& f) {
+  if constexpr (MR >= 1) {
+    if (rows == MR) return f(std::integral_constant<int, MR>{});
+    if constexpr (MR > 1) with_rows<MR - 1>(rows, f);
+  }
+}
+
+template <class S>
+void recurrent_nn(Index m, Index n, Index k, const S* a, Index lda, const S* b, Index ldb, S beta,
+                  S* c, Index ldc) {
+  constexpr int L = Vec<S>::lanes;
+  constexpr int MR = kWide ? 8 : 4, NV = kWide ? 3 : 2;
+  Index j0 = 0;
+  auto columns = [&](auto nv) {
+    constexpr int W = decltype(nv)::value;
+    for (; j0 + W * L <= n; j0 += W * L) {
+      for (Index i0 = 0; i0 < m; i0 += MR) {
+        with_rows<MR>(std::min<Index>(MR, m - i0), [&](auto mr) {
+          nn_block<S, decltype(mr)::value, W>(k, a + i0 * lda, lda, b + j0, ldb, beta,
+                                              c + i0 * ldc + j0, ldc);
+        });
+      }
+    }
+  };
+  if (m <= 2) {
+    // One or two rows (a batch of one): many independent accumulators per row hide the FMA
+    // latency that would otherwise bound this bandwidth-bound product.
+    columns(std::integral_constant<int, kWide ? 8 : 4>{});
+  }
+  columns(std::integral_constant<int, NV>{});
+  columns(std::integral_constant<int, 1>{});
+  if (j0 < n) {
+    for (Index i = 0; i < m; ++i) {
+      small_gemm_panel<S, L>(false, false, i, j0, n - j0, k, S(1), a, lda, b, ldb, beta, c + i * ldc);
+    }
+  }
+}
+
+template <class S>
+void recurrent_nt(Index m, Index n, Index k, const S* a, Index lda, const S* b, Index ldb, S beta,
+                  S* c, Index ldc) {
+  constexpr int MR = kWide ? 4 : 2, NR = 4;
+  for (Index j0 = 0; j0 < n; j0 += NR) {
+    for (Index i0 = 0; i0 < m; i0 += MR) {
+      with_rows<MR>(std::min<Index>(MR, m - i0), [&](auto mr) {
+        with_rows<NR>(std::min<Index>(NR, n - j0), [&](auto nr) {
+          nt_block<S, decltype(mr)::value, decltype(nr)::value>(
+              k, a + i0 * lda, lda, b + j0 * ldb, ldb, beta, c + i0 * ldc + j0, ldc);
+        });
+      });
+    }
+  }
+}
+
+// Whether a product goes to the kernels above (op(A) plain, few rows, enough work to matter).
+bool recurrent_shape(Trans ta, Index m, Index n, Index k) {
+  return ta == Trans::no && m <= kRecurrentRows && n * k >= 1024;
+}
+
+template <class S>
+bool try_recurrent(Trans ta, Trans tb, Index m, Index n, Index k, S alpha, const S* a, Index lda,
+                   const S* b, Index ldb, S beta, S* c, Index ldc) {
+  if (alpha != S(1) || !recurrent_shape(ta, m, n, k)) return false;
+  if (tb == Trans::no) recurrent_nn(m, n, k, a, lda, b, ldb, beta, c, ldc);
+  else recurrent_nt(m, n, k, a, lda, b, ldb, beta, c, ldc);
+  return true;
+}
+
 // Leading dimensions must be at least 1 even for empty operands.
 blasint ld(Index v) { return static_cast<blasint>(std::max<Index>(v, 1)); }
 
-}  // namespace
+template <class S>
+void blas_gemm(Trans ta, Trans tb, Index m, Index n, Index k, S alpha, const S* a, Index lda,
+               const S* b, Index ldb, S beta, S* c, Index ldc);
 
 template <>
-void gemm<float>(Trans ta, Trans tb, Index m, Index n, Index k, float alpha, const float* a,
-                 Index lda, const float* b, Index ldb, float beta, float* c, Index ldc) {
-  if (degenerate(m, n, k, beta, c, ldc)) return;
-  if (m * n * k <= kSmallGemm) return small_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+void blas_gemm<float>(Trans ta, Trans tb, Index m, Index n, Index k, float alpha, const float* a,
+                      Index lda, const float* b, Index ldb, float beta, float* c, Index ldc) {
   RNNGRAPH_CBLAS(sgemm)(CblasRowMajor, cblas_trans(ta), cblas_trans(tb), static_cast<blasint>(m),
                         static_cast<blasint>(n), static_cast<blasint>(k), alpha, a, ld(lda), b,
                         ld(ldb), beta, c, ld(ldc));
 }
 
 template <>
-void gemm<double>(Trans ta, Trans tb, Index m, Index n, Index k, double alpha, const double* a,
-                  Index lda, const double* b, Index ldb, double beta, double* c, Index ldc) {
-  if (degenerate(m, n, k, beta, c, ldc)) return;
-  if (m * n * k <= kSmallGemm) return small_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+void blas_gemm<double>(Trans ta, Trans tb, Index m, Index n, Index k, double alpha, const double* a,
+                       Index lda, const double* b, Index ldb, double beta, double* c, Index ldc) {
   RNNGRAPH_CBLAS(dgemm)(CblasRowMajor, cblas_trans(ta), cblas_trans(tb), static_cast<blasint>(m),
                         static_cast<blasint>(n), static_cast<blasint>(k), alpha, a, ld(lda), b,
                         ld(ldb), beta, c, ld(ldc));
 }
+
+// One thread's product: the recurrent kernels, the small kernel or the (single-threaded) BLAS.
+template <class S>
+void serial_gemm(Trans ta, Trans tb, Index m, Index n, Index k, S alpha, const S* a, Index lda,
+                 const S* b, Index ldb, S beta, S* c, Index ldc) {
+  if (try_recurrent(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)) return;
+  if (m * n * k <= kSmallGemm) return small_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  blas_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+// Products this large are cut into one block of C per thread (rnngraph's own threads).
+constexpr Index kParallelGemm = Index(1) << 22;
+
+}  // namespace
+
+template <class S>
+void gemm(Trans ta, Trans tb, Index m, Index n, Index k, S alpha, const S* a, Index lda,
+          const S* b, Index ldb, S beta, S* c, Index ldc) {
+  if (degenerate(m, n, k, beta, c, ldc)) return;
+  const int threads =
+      (m * n * k >= kParallelGemm && !in_parallel_part()) ? get_num_threads() : 1;
+  if (threads <= 1) return serial_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  // Few rows (a recurrent step) or more columns than rows: cut the columns; else the rows.
+  const bool by_columns = recurrent_shape(ta, m, n, k) || n > m;
+  const Index extent = by_columns ? n : m;
+  const int parts = static_cast<int>(std::min<Index>(threads, std::max<Index>(1, extent / 16)));
+  run_parts(parts, parts > 1, [&](int i) {
+    const Index lo = extent * i / parts, hi = extent * (i + 1) / parts;
+    if (by_columns) {
+      const S* bj = tb == Trans::no ? b + lo : b + lo * ldb;
+      serial_gemm(ta, tb, m, hi - lo, k, alpha, a, lda, bj, ldb, beta, c + lo, ldc);
+    } else {
+      const S* ai = ta == Trans::no ? a + lo * lda : a + lo;
+      serial_gemm(ta, tb, hi - lo, n, k, alpha, ai, lda, b, ldb, beta, c + lo * ldc, ldc);
+    }
+  });
+}
+
+template void gemm<float>(Trans, Trans, Index, Index, Index, float, const float*, Index,
+                          const float*, Index, float, float*, Index);
+template void gemm<double>(Trans, Trans, Index, Index, Index, double, const double*, Index,
+                           const double*, Index, double, double*, Index);
 
 }  // namespace rnngraph

@@ -42,8 +42,7 @@ struct GRUCell {
       // o = act_o(x'_o + (hm ⊙ r)·R_oᵀ): the second, dependent GEMM of this step.
       auto hmr = block(st.scratch, N, H, H);
       hmr = cblock(st.hm, N, H, st.ld_hm) * gate(gr);
-      gemm(Trans::no, Trans::no, N, H, H, S(1), st.scratch, H, dir.recurrentWeightT + 2 * H,
-           3 * H, S(0), st.scratch + N * H, H);
+      dir.times_weight_t(N, 2, 1, st.scratch, H, st.scratch + N * H, H);
       gate(go) = xo + cblock(st.scratch + N * H, N, H, H);
     }
     activate(o.outputGateActivation, gate(go));
@@ -54,30 +53,29 @@ struct GRUCell {
     else h = gate(gz) * hp + (S(1) - gate(gz)) * gate(go);
   }
 
-  Seq<const S> state_sequence(const Direction<S>& dir, const GradientArgs<S>& a,
-                              CellBackwardState<S>&) const {
-    return Seq<const S>{a.outputFwd + dir.d * dir.H, dir.N * dir.state_ld, dir.state_ld};
+  Seq<const S> state_sequence(const Direction<S>&, CellBackwardState<S>& st) const {
+    return st.output_fwd;
   }
 
-  void prepare_backward(const Direction<S>& dir, const GradientArgs<S>&,
-                        CellBackwardState<S>& st) const {
+  void prepare_backward(const Direction<S>& dir, CellBackwardState<S>& st) const {
     if (!o.resetAfter) return;
     // hm·R_oᵀ + b2 for every step at once (SPEC.md section 5): one GEMM [T·N, H] x [H, H].
     const Index TN = dir.T * dir.N, H = dir.H;
     st.buffer_a.resize(static_cast<size_t>(TN * H));
-    gemm(Trans::no, Trans::yes, TN, H, H, S(1), st.hm.base, H, candidate_weight(dir), H, S(0),
+    gemm(Trans::no, Trans::yes, TN, H, H, S(1), st.views.hm.base, H, candidate_weight(dir), H, S(0),
          st.buffer_a.data(), H);
     detail::add_bias_rows(st.buffer_a.data(), TN, H, dir.secondaryBias);
+    st.views.q_o = Seq<const S>{st.buffer_a.data(), dir.N * H, H};
   }
 
   void backward_step(const Direction<S>& dir, const BackwardStep<S>& st,
-                     CellBackwardState<S>& state) const {
-    const Index N = dir.N, H = dir.H, t = st.t, ldg = state.gates.ld;
-    const S* a = state.gates.at(t);
+                     const BackwardViews<S>& v) const {
+    const Index N = dir.N, H = dir.H, t = st.t, ldg = v.gates.ld;
+    const S* a = v.gates.at(t);
     const auto z = cblock(a + gz * H, N, H, ldg);
     const auto r = cblock(a + gr * H, N, H, ldg);
     const auto og = cblock(a + go * H, N, H, ldg);
-    const auto hp = cblock(state.hp.at(t), N, H, H);
+    const auto hp = cblock(v.hp.at(t), N, H, v.hp.ld);
     const auto dh = cblock(st.dh, N, H, H);
     auto dA = [&](Index g) { return block(st.dxp + g * H, N, H, st.ld_dxp); };
     auto dq = [&](Index g) { return block(st.dq + g * H, N, H, st.ld_dxp); };
@@ -95,7 +93,7 @@ struct GRUCell {
     multiply_by_derivative(o.updateGateActivation, z, dA(gz));
     if (o.resetAfter) {
       dq(go) = dA(go) * r;
-      dA(gr) = dA(go) * cblock(state.buffer_a.data() + t * N * H, N, H, H);
+      dA(gr) = dA(go) * cblock(v.q_o.at(t), N, H, v.q_o.ld);
       block(st.dhm, N, H, H).setZero();
     } else {
       dq(go) = dA(go);
@@ -103,7 +101,7 @@ struct GRUCell {
       gemm(Trans::no, Trans::no, N, H, H, S(1), st.dxp + go * H, st.ld_dxp, candidate_weight(dir), H,
            S(0), st.scratch, H);
       const auto g = cblock(st.scratch, N, H, H);
-      dA(gr) = g * cblock(state.hm.at(t), N, H, H);
+      dA(gr) = g * cblock(v.hm.at(t), N, H, v.hm.ld);
       block(st.dhm, N, H, H) = g * r;
     }
     multiply_by_derivative(o.resetGateActivation, r, dA(gr));
@@ -114,12 +112,13 @@ struct GRUCell {
                        CellBackwardState<S>& st) const {
     const Index TN = dir.T * dir.N, H = dir.H, N = dir.N;
     const S* dq_o = st.dq_all + 2 * H;
+    const auto& v = st.views;
     if (!o.resetAfter) {
       // dR_o = Σ_t dA_oᵀ·(hm ⊙ r): one GEMM over all steps.
       st.buffer_b.resize(static_cast<size_t>(TN * H));
       for (Index t = 0; t < dir.T; ++t) {
         block(st.buffer_b.data() + t * N * H, N, H, H) =
-            cblock(st.hm.at(t), N, H, H) * cblock(st.gates.at(t) + gr * H, N, H, st.gates.ld);
+            cblock(v.hm.at(t), N, H, v.hm.ld) * cblock(v.gates.at(t) + gr * H, N, H, v.gates.ld);
       }
       S* dR_o = a.recurrentWeightGrad + dir.d * 3 * H * H + 2 * H * H;
       gemm(Trans::yes, Trans::no, H, H, TN, S(1), dq_o, st.ld_dxp, st.buffer_b.data(), H, S(0), dR_o, H);

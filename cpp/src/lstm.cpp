@@ -45,45 +45,45 @@ struct LSTMCell {
 
   // No outputFwd for the LSTM: h[t] = a_o ⊙ act(c[t]) is rebuilt once from zState and
   // cellOutputFwd, and act(c) is kept for the derivative (the only transcendental needed).
-  Seq<const S> state_sequence(const Direction<S>& dir, const GradientArgs<S>& a,
-                              CellBackwardState<S>& st) const {
-    const Index T = dir.T, N = dir.N, H = dir.H, ld = dir.state_ld;
+  Seq<const S> state_sequence(const Direction<S>& dir, CellBackwardState<S>& st) const {
+    const Index T = dir.T, N = dir.N, H = dir.H;
+    const auto& gates = st.views.gates;
     st.buffer_a.resize(static_cast<size_t>(T * N * H));  // act(c)
     st.buffer_b.resize(static_cast<size_t>(T * N * H));  // h
     for (Index t = 0; t < T; ++t) {
       auto act_c = block(st.buffer_a.data() + t * N * H, N, H, H);
-      act_c = cblock(a.cellOutputFwd + t * N * ld + dir.d * H, N, H, ld);
+      act_c = cblock(st.cell_fwd.at(t), N, H, st.cell_fwd.ld);
       activate(o.activation, act_c);
       block(st.buffer_b.data() + t * N * H, N, H, H) =
-          act_c * cblock(st.gates.at(t) + go * H, N, H, st.gates.ld);
+          act_c * cblock(gates.at(t) + go * H, N, H, gates.ld);
     }
+    st.views.act_c = Seq<const S>{st.buffer_a.data(), N * H, H};
     return Seq<const S>{st.buffer_b.data(), N * H, H};
   }
 
-  void prepare_backward(const Direction<S>& dir, const GradientArgs<S>& a,
-                        CellBackwardState<S>& st) const {
+  void prepare_backward(const Direction<S>& dir, CellBackwardState<S>& st) const {
     const Index N = dir.N, H = dir.H, ld = dir.state_ld;
     st.buffer_c.resize(static_cast<size_t>(dir.T * N * H));  // previous cell per step
-    detail::previous_sequence(dir, Seq<const S>{a.cellOutputFwd + dir.d * H, N * ld, ld},
-                              a.initCell ? a.initCell + dir.d * H : nullptr, ld,
-                              st.buffer_c.data());
+    detail::previous_sequence(dir, st.cell_fwd, st.init_cell, ld, st.buffer_c.data());
+    st.views.cp = Seq<const S>{st.buffer_c.data(), N * H, H};
     st.carry.resize(static_cast<size_t>(N * H));
     auto dc = block(st.carry.data(), N, H, H);
     // dL/d(final cell) enters the cell gradient at the last processed step.
-    if (a.cellGradient) dc = cblock(a.cellGradient + dir.d * H, N, H, ld);
+    if (st.cell_gradient) dc = cblock(st.cell_gradient, N, H, ld);
     else dc.setZero();
+    st.views.carry = st.carry.data();
   }
 
   void backward_step(const Direction<S>& dir, const BackwardStep<S>& st,
-                     CellBackwardState<S>& state) const {
-    const Index N = dir.N, H = dir.H, t = st.t, ldg = state.gates.ld;
-    const S* a = state.gates.at(t);
+                     const BackwardViews<S>& v) const {
+    const Index N = dir.N, H = dir.H, t = st.t, ldg = v.gates.ld;
+    const S* a = v.gates.at(t);
     auto act = [&](Index g) { return cblock(a + g * H, N, H, ldg); };
     auto dA = [&](Index g) { return block(st.dxp + g * H, N, H, st.ld_dxp); };
     const auto dh = cblock(st.dh, N, H, H);
-    const auto act_c = cblock(state.buffer_a.data() + t * N * H, N, H, H);
-    const auto cp = cblock(state.buffer_c.data() + t * N * H, N, H, H);
-    auto dc = block(state.carry.data(), N, H, H);
+    const auto act_c = cblock(v.act_c.at(t), N, H, v.act_c.ld);
+    const auto cp = cblock(v.cp.at(t), N, H, v.cp.ld);
+    auto dc = block(v.carry, N, H, H);
     auto tmp = block(st.scratch, N, H, H);
 
     // h = a_o ⊙ act(c): dL/dc += dh ⊙ a_o ⊙ act'(c).
@@ -110,7 +110,7 @@ struct LSTMCell {
 
   void finish_backward(const Direction<S>& dir, const GradientArgs<S>& a,
                        CellBackwardState<S>& st) const {
-    const Index N = dir.N, H = dir.H, TN = dir.T * N, ld = dir.state_ld;
+    const Index N = dir.N, H = dir.H, TN = dir.T * N;
     // dL/dp_g = Σ_t,n dA_g ⊙ cp.
     if (a.peepholeGrad) {
       for (Index g = 0; g < 4; ++g) {
@@ -118,7 +118,7 @@ struct LSTMCell {
                                         a.peepholeGrad + dir.d * 4 * H + g * H);
       }
     }
-    if (a.initCellGrad) block(a.initCellGrad + dir.d * H, N, H, ld) = block(st.carry.data(), N, H, H);
+    if (st.init_cell_grad) block(st.init_cell_grad, N, H, dir.state_ld) = block(st.carry.data(), N, H, H);
   }
 };
 

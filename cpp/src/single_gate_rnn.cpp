@@ -25,26 +25,26 @@ struct SingleGateCell {
   }
 
   // The gradient op gets no outputFwd: h[t] = act(zState[t]) is recomputed once.
-  Seq<const S> state_sequence(const Direction<S>& dir, const GradientArgs<S>&,
-                              CellBackwardState<S>& st) const {
+  Seq<const S> state_sequence(const Direction<S>& dir, CellBackwardState<S>& st) const {
     const Index T = dir.T, N = dir.N, H = dir.H;
+    const auto& gates = st.views.gates;
     st.buffer_a.resize(static_cast<size_t>(T * N * H));
     for (Index t = 0; t < T; ++t) {
       auto h = block(st.buffer_a.data() + t * N * H, N, H, H);
-      h = cblock(st.gates.at(t), N, H, st.gates.ld);
+      h = cblock(gates.at(t), N, H, gates.ld);
       activate(activation, h);
     }
     return Seq<const S>{st.buffer_a.data(), N * H, H};
   }
 
-  void prepare_backward(const Direction<S>&, const GradientArgs<S>&, CellBackwardState<S>&) const {}
+  void prepare_backward(const Direction<S>&, CellBackwardState<S>&) const {}
 
   void backward_step(const Direction<S>& dir, const BackwardStep<S>& st,
-                     CellBackwardState<S>& state) const {
+                     const BackwardViews<S>& v) const {
     const Index N = dir.N, H = dir.H;
     auto dz = block(st.dxp, N, H, st.ld_dxp);
     dz = cblock(st.dh, N, H, H);
-    multiply_by_derivative(activation, cblock(state.states.at(st.t), N, H, H), dz);
+    multiply_by_derivative(activation, cblock(v.states.at(st.t), N, H, v.states.ld), dz);
     block(st.dhm, N, H, H).setZero();
     block(st.dhp, N, H, H).setZero();
   }

@@ -20,14 +20,17 @@ static const char* const kLibrary = "openblas";
 namespace rnngraph {
 
 namespace {
-// The thread count the user asked for is the source of truth; OpenBLAS's own setting drops
-// to 1 while a SerialBlasSection is alive.
 std::mutex thread_mutex;
-int serial_depth = 0;
-int requested_threads = -1;
+int requested_threads = -1;  // rnngraph's threads; OpenBLAS's own pool is kept at 1
+thread_local bool parallel_part = false;
 
 int requested_locked() {
-  if (requested_threads < 0) requested_threads = RNNGRAPH_OPENBLAS(get_num_threads)();
+  if (requested_threads < 0) {
+    // OpenBLAS starts with one thread per core: take that as rnngraph's default, then keep
+    // the BLAS itself single-threaded (this OpenBLAS copy is private to rnngraph).
+    requested_threads = RNNGRAPH_OPENBLAS(get_num_threads)();
+    RNNGRAPH_OPENBLAS(set_num_threads)(1);
+  }
   return requested_threads;
 }
 }  // namespace
@@ -44,8 +47,8 @@ BlasInfo blas_info() {
 void set_num_threads(int n) {
   if (n < 1) throw std::invalid_argument("set_num_threads: n must be >= 1, got " + std::to_string(n));
   std::lock_guard<std::mutex> lock(thread_mutex);
+  requested_locked();
   requested_threads = n;
-  if (serial_depth == 0) RNNGRAPH_OPENBLAS(set_num_threads)(n);
 }
 
 int get_num_threads() {
@@ -53,16 +56,10 @@ int get_num_threads() {
   return requested_locked();
 }
 
-SerialBlasSection::SerialBlasSection() {
-  std::lock_guard<std::mutex> lock(thread_mutex);
-  requested_locked();
-  if (serial_depth++ == 0) RNNGRAPH_OPENBLAS(set_num_threads)(1);
-}
+bool in_parallel_part() { return parallel_part; }
 
-SerialBlasSection::~SerialBlasSection() {
-  std::lock_guard<std::mutex> lock(thread_mutex);
-  if (--serial_depth == 0) RNNGRAPH_OPENBLAS(set_num_threads)(requested_threads);
-}
+ParallelPartScope::ParallelPartScope() : saved_(parallel_part) { parallel_part = true; }
+ParallelPartScope::~ParallelPartScope() { parallel_part = saved_; }
 
 #ifdef RNNGRAPH_HAS_MXCSR
 // MXCSR bits: FTZ (flush-to-zero, 0x8000) and DAZ (denormals-are-zero, 0x0040).

@@ -8,10 +8,11 @@
 //   int gates() const;            // G
 //   int recurrent_gates() const;  // leading gates whose recurrent product hm·R_gᵀ the driver computes
 //   void forward_step(const Direction<S>&, const ForwardStep<S>&) const;
-//   Seq<const S> state_sequence(const Direction<S>&, const GradientArgs<S>&, CellBackwardState<S>&) const;
-//   void prepare_backward(const Direction<S>&, const GradientArgs<S>&, CellBackwardState<S>&) const;
-//   void backward_step(const Direction<S>&, const BackwardStep<S>&, CellBackwardState<S>&) const;
+//   Seq<const S> state_sequence(const Direction<S>&, CellBackwardState<S>&) const;   // h_t
+//   void prepare_backward(const Direction<S>&, CellBackwardState<S>&) const;
+//   void backward_step(const Direction<S>&, const BackwardStep<S>&, const BackwardViews<S>&) const;
 //   void finish_backward(const Direction<S>&, const GradientArgs<S>&, CellBackwardState<S>&) const;
+// The step functions see a chunk of batch rows (Direction::N rows); the others see them all.
 #pragma once
 
 #include <algorithm>
@@ -25,25 +26,45 @@
 
 namespace rnngraph {
 
-// One direction of one call: where its weights and its slices of the shared tensors are.
+// One direction of one call, or a chunk of its batch rows: where its weights and its slices
+// of the shared tensors are.
 template <class S>
 struct Direction {
   int d = 0;              // 0: forward block, 1: reverse block of a bidirectional op
   bool reversed = false;  // processes t = T-1 ... 0 (SPEC.md section 4)
-  Index T = 0, N = 0, H = 0, G = 0;
-  Index state_ld = 0;  // D·H: row stride of the shared [T, N, D·H] tensors and of initState
-  const S* recurrentWeight = nullptr;  // [G·H, H]
-  const S* recurrentWeightT = nullptr; // Rᵀ [H, G·H], packed once per forward call
-  const S* peephole = nullptr;         // [4H] (LSTM)
-  const S* secondaryBias = nullptr;    // [H] (GRU)
-  const S* mask = nullptr;             // [T, N, D·H] offset to this direction, or nullptr
-  Index mask_ld = 0;
+  Index T = 0, N = 0, H = 0, G = 0;  // N: the batch rows this direction (chunk) handles
+  Index state_ld = 0;      // D·H: row stride of the shared [T, N, D·H] tensors and of initState
+  Index batch_stride = 0;  // rows per timestep in the shared tensors (the op's whole N)
+  const S* recurrentWeight = nullptr;   // [G·H, H]
+  const S* recurrentWeightT = nullptr;  // Rᵀ [H, G·H] when packed for this call, else nullptr
+  const S* peephole = nullptr;          // [4H] (LSTM)
+  const S* secondaryBias = nullptr;     // [H] (GRU)
+  const S* mask = nullptr;              // [T, N, D·H] at this direction's block, or nullptr
 
   Index time(Index k) const { return reversed ? T - 1 - k : k; }  // k-th processed step
   Index previous(Index t) const { return reversed ? t + 1 : t - 1; }
   bool is_first(Index t) const { return t == time(0); }
   Index GH() const { return G * H; }
-  const S* mask_at(Index t) const { return mask + t * N * mask_ld; }
+  // C = A·R_gᵀ for the gate rows [g0, g0 + gates) of R, A [rows, H] (lda), C [rows, gates·H]:
+  // through the packed Rᵀ when there is one (a plain product that streams its rows), else
+  // as dot products against R itself.
+  void times_weight_t(Index rows, Index g0, Index gates, const S* A, Index lda, S* C, Index ldc) const {
+    if (recurrentWeightT) {
+      gemm(Trans::no, Trans::no, rows, gates * H, H, S(1), A, lda, recurrentWeightT + g0 * H, GH(),
+           S(0), C, ldc);
+    } else {
+      gemm(Trans::no, Trans::yes, rows, gates * H, H, S(1), A, lda, recurrentWeight + g0 * H * H, H,
+           S(0), C, ldc);
+    }
+  }
+  const S* mask_at(Index t) const { return mask + t * batch_stride * state_ld; }
+  // The same direction restricted to batch rows [row0, row0 + count).
+  Direction rows(Index row0, Index count) const {
+    Direction out = *this;
+    out.N = count;
+    if (mask) out.mask = mask + row0 * state_ld;
+    return out;
+  }
 };
 
 // One forward step: every block is [N, ·] with its own leading dimension.
@@ -74,19 +95,44 @@ struct BackwardStep {
   S* scratch = nullptr;  // [N, 2H]
 };
 
-// Per-direction sequences the backward pass reads, built before its time loop.
+// The sequences a backward step reads, as views of one direction's buffers. rows(r0) gives
+// the same views for a chunk of batch rows starting at r0.
+template <class S>
+struct BackwardViews {
+  Seq<const S> gates;   // zState of this direction
+  Seq<const S> hp;      // previous state for each t
+  Seq<const S> hm;      // previous state times mask
+  Seq<const S> states;  // h_t
+  Seq<const S> act_c;   // LSTM: act(c_t)
+  Seq<const S> cp;      // LSTM: c_{t-1}
+  Seq<const S> q_o;     // GRU resetAfter: hm·R_oᵀ + b2
+  S* carry = nullptr;   // LSTM: dL/dc carried to the previous step, [N, H] contiguous
+  Index H = 0;
+
+  BackwardViews rows(Index row0) const {
+    BackwardViews out = *this;
+    for (Seq<const S>* v : {&out.gates, &out.hp, &out.hm, &out.states, &out.act_c, &out.cp, &out.q_o}) {
+      if (v->base) v->base += row0 * v->ld;
+    }
+    if (carry) out.carry = carry + row0 * H;
+    return out;
+  }
+};
+
+// One direction's backward state: buffers built before the time loop (all batch rows), the
+// views the steps read, and this direction's slices of the shared tensors.
 template <class S>
 struct CellBackwardState {
-  Seq<const S> gates;    // zState slice of this direction
-  Seq<const S> hp;       // previous state for each t, [T, N, H]
-  Seq<const S> hm;       // previous state times mask for each t
-  Seq<const S> states;   // h_t of this direction
-  std::vector<S> buffer_a, buffer_b, buffer_c;  // cell-owned sequences, filled before the loop
-  std::vector<S> carry;  // LSTM: dL/dc carried to the previous step
+  BackwardViews<S> views;
+  std::vector<S> buffer_a, buffer_b, buffer_c, carry;  // cell-owned, [T, N, H] or [N, H]
+  Seq<const S> cell_fwd;    // LSTM cellOutputFwd slice
+  Seq<const S> output_fwd;  // GRU outputFwd slice
+  const S* init_cell = nullptr;       // ld D·H
+  const S* cell_gradient = nullptr;   // ld D·H
+  S* init_cell_grad = nullptr;        // ld D·H
   S* dxp_all = nullptr;  // [T·N, G·H] block of this direction, leading dimension ld_dxp
   S* dq_all = nullptr;
   Index ld_dxp = 0;
-  Index N = 0, H = 0;
 };
 
 namespace detail {
@@ -102,11 +148,11 @@ Direction<S> make_direction(const RNNShape& s, bool reverse, int d, const S* rec
   dir.H = s.H;
   dir.G = s.gates;
   dir.state_ld = s.DH();
+  dir.batch_stride = s.N;
   dir.recurrentWeight = recurrentWeight + d * s.GH() * s.H;
   dir.peephole = peephole ? peephole + d * 4 * s.H : nullptr;
   dir.secondaryBias = secondaryBias ? secondaryBias + d * s.H : nullptr;
   dir.mask = mask ? mask + d * s.H : nullptr;
-  dir.mask_ld = s.DH();
   return dir;
 }
 
@@ -150,50 +196,75 @@ void column_sums_of_products(const S* a, Index lda, const S* b, Index ldb, Index
   for (Index r = 0; r < rows; ++r) o += cblock(a + r * lda, 1, cols, lda) * cblock(b + r * ldb, 1, cols, ldb);
 }
 
-}  // namespace detail
+// How a call spends its threads. The batch rows of a recurrence never interact, so each
+// direction's rows can be cut into chunks that run the whole time loop on their own thread,
+// with no synchronisation per step; the two directions of a bidirectional op are independent
+// too. A small problem stays on one thread (a second core must not slow it down), and a
+// batch too small to cut leaves the threads to the BLAS inside each step.
+struct Part {
+  int d;
+  Index row0, rows;
+};
 
-// Bidirectional ops run their two directions on two threads when the recurrence is big enough
-// to pay for it; a tiny problem stays on one thread (a second core must not slow it down).
-constexpr Index kParallelDirectionsWork = Index(1) << 21;  // multiply-adds per direction
+constexpr Index kParallelWork = Index(1) << 21;  // multiply-adds of the whole recurrence
+constexpr Index kPackWeightsRows = 32;           // T·N from which Rᵀ is packed per call
+constexpr Index kMinChunkRows = 8;
 
-inline bool directions_in_parallel(const RNNShape& s, int recurrent_gates) {
-  return s.D() == 2 && get_num_threads() >= 2 &&
-         s.T * s.N * recurrent_gates * s.H * s.H >= kParallelDirectionsWork;
+struct WorkSplit {
+  std::vector<Part> parts;
+  bool parallel = false;  // run the parts on their own threads
+};
+
+inline WorkSplit split_work(const RNNShape& s, int recurrent_gates) {
+  const int threads = get_num_threads();
+  const Index work = s.D() * s.T * s.N * recurrent_gates * s.H * s.H;
+  WorkSplit split;
+  split.parallel = threads >= 2 && work >= kParallelWork;
+  Index chunks = 1;
+  if (split.parallel) {
+    const Index per_direction = std::max<Index>(1, threads / s.D());
+    chunks = std::max<Index>(1, std::min(per_direction, s.N / kMinChunkRows));
+  }
+  for (int d = 0; d < s.D(); ++d) {
+    for (Index c = 0; c < chunks; ++c) {
+      const Index row0 = s.N * c / chunks, row1 = s.N * (c + 1) / chunks;
+      split.parts.push_back({d, row0, row1 - row0});
+    }
+  }
+  split.parallel = split.parallel && split.parts.size() > 1;
+  return split;
 }
 
-namespace detail {
-
+// The forward time loop of one direction over its chunk of batch rows.
 template <class Cell, class S>
-void forward_direction(const Cell& cell, const RNNShape& s, bool reverse, const ForwardArgs<S>& a,
-                       int d, const S* projected) {
-  const Index T = s.T, N = s.N, H = s.H, GH = s.GH(), DH = s.DH(), DGH = s.DGH();
+void forward_rows(const Cell& cell, const RNNShape& s, const ForwardArgs<S>& a,
+                  const Direction<S>& whole, const Part& part, const S* projected) {
+  const Index T = s.T, H = s.H, GH = s.GH(), DH = s.DH(), DGH = s.DGH(), stride = s.N;
+  const Index N = part.rows, r0 = part.row0, d = part.d;
   const Index RGH = cell.recurrent_gates() * H;
-  auto dir = make_direction(s, reverse, d, a.recurrentWeight, a.peephole, a.secondaryBias, a.mask);
+  const Direction<S> dir = whole.rows(r0, N);
 
-  // This direction's workspace, allocated once before its time loop.
-  std::vector<S> weight_t(static_cast<size_t>(H * GH));
-  block(weight_t.data(), H, GH, GH) = cblock(dir.recurrentWeight, GH, H, H).transpose();
-  dir.recurrentWeightT = weight_t.data();
+  // This chunk's workspace, allocated once before its time loop.
   std::vector<S> recurrent(static_cast<size_t>(N * GH));
   std::vector<S> masked(static_cast<size_t>(a.mask ? N * H : 0));
   std::vector<S> zeros(static_cast<size_t>(N * H), S(0));
   std::vector<S> gate_scratch(static_cast<size_t>(a.zState ? 0 : N * GH));
   std::vector<S> step_scratch(static_cast<size_t>(2 * N * H));
 
-  const Seq<S> h_seq{a.output + d * H, N * DH, DH};
-  const Seq<S> c_seq{Cell::has_cell_state ? a.cellOutput + d * H : nullptr, N * DH, DH};
-  const Seq<S> z_seq = a.zState ? Seq<S>{a.zState + d * GH, N * DGH, DGH}
+  const Seq<S> h_seq{a.output + r0 * DH + d * H, stride * DH, DH};
+  const Seq<S> c_seq{Cell::has_cell_state ? a.cellOutput + r0 * DH + d * H : nullptr, stride * DH, DH};
+  const Seq<S> z_seq = a.zState ? Seq<S>{a.zState + r0 * DGH + d * GH, stride * DGH, DGH}
                                 : Seq<S>{gate_scratch.data(), 0, GH};
-  const S* h0 = a.initState ? a.initState + d * H : zeros.data();
+  const S* h0 = a.initState ? a.initState + r0 * DH + d * H : zeros.data();
   const Index h0_ld = a.initState ? DH : H;
-  const S* c0 = a.initCell ? a.initCell + d * H : zeros.data();
+  const S* c0 = a.initCell ? a.initCell + r0 * DH + d * H : zeros.data();
   const Index c0_ld = a.initCell ? DH : H;
 
   for (Index k = 0; k < T; ++k) {
     const Index t = dir.time(k);
     ForwardStep<S> step;
     step.t = t;
-    step.xp = projected + t * N * DGH + d * GH;
+    step.xp = projected + (t * stride + r0) * DGH + d * GH;
     step.ld_xp = DGH;
     step.q = recurrent.data();
     if (k == 0) {
@@ -206,14 +277,13 @@ void forward_direction(const Cell& cell, const RNNShape& s, bool reverse, const 
     // SPEC.md section 5: the mask scales the previous state inside recurrent products only.
     if (a.mask) {
       block(masked.data(), N, H, H) =
-          cblock(step.hp, N, H, step.ld_hp) * cblock(dir.mask_at(t), N, H, dir.mask_ld);
+          cblock(step.hp, N, H, step.ld_hp) * cblock(dir.mask_at(t), N, H, DH);
       step.hm = masked.data(); step.ld_hm = H;
     } else {
       step.hm = step.hp; step.ld_hm = step.ld_hp;
     }
     // One GEMM per step over every recurrent gate: Q = hm·Rᵀ, [N, H] x [H, G·H].
-    gemm(Trans::no, Trans::no, N, RGH, H, S(1), step.hm, step.ld_hm, dir.recurrentWeightT, GH,
-         S(0), step.q, GH);
+    dir.times_weight_t(N, 0, cell.recurrent_gates(), step.hm, step.ld_hm, step.q, GH);
     step.h = h_seq.at(t); step.ld_h = DH;
     step.c = Cell::has_cell_state ? c_seq.at(t) : nullptr; step.ld_c = DH;
     step.gates = z_seq.at(t); step.ld_gates = z_seq.ld;
@@ -222,75 +292,85 @@ void forward_direction(const Cell& cell, const RNNShape& s, bool reverse, const 
   }
 }
 
+// The backward time loop of one direction over its chunk of batch rows.
 template <class Cell, class S>
-void backward_direction(const Cell& cell, const RNNShape& s, bool reverse,
-                        const GradientArgs<S>& a, int d, S* dxp_all, S* dq_all) {
-  const Index T = s.T, N = s.N, H = s.H, GH = s.GH(), DH = s.DH(), DGH = s.DGH();
-  const Index TN = T * N;
+void backward_rows(const Cell& cell, const RNNShape& s, const GradientArgs<S>& a,
+                   const Direction<S>& whole, const Part& part, const CellBackwardState<S>& state) {
+  const Index T = s.T, H = s.H, DH = s.DH(), stride = s.N;
+  const Index N = part.rows, r0 = part.row0, d = part.d;
   const Index RGH = cell.recurrent_gates() * H;
-  const auto dir = make_direction(s, reverse, d, a.recurrentWeight, a.peephole, a.secondaryBias, a.mask);
+  const Direction<S> dir = whole.rows(r0, N);
+  const BackwardViews<S> views = state.views.rows(r0);
 
-  // This direction's workspace, allocated once before its time loop.
-  std::vector<S> hp_all(static_cast<size_t>(TN * H));
-  std::vector<S> hm_all(static_cast<size_t>(a.mask ? TN * H : 0));
+  // This chunk's workspace, allocated once before its time loop.
   std::vector<S> dh(static_cast<size_t>(N * H)), dh_next(static_cast<size_t>(N * H));
   std::vector<S> dhm(static_cast<size_t>(N * H)), dhp(static_cast<size_t>(N * H));
   std::vector<S> step_scratch(static_cast<size_t>(2 * N * H));
-  CellBackwardState<S> state;
-  state.N = N;
-  state.H = H;
-  state.gates = Seq<const S>{a.zState + d * GH, N * DGH, DGH};
-  state.states = cell.state_sequence(dir, a, state);
-  previous_sequence(dir, state.states, a.initState ? a.initState + d * H : nullptr, DH, hp_all.data());
-  state.hp = Seq<const S>{hp_all.data(), N * H, H};
-  if (a.mask) {
-    for (Index t = 0; t < T; ++t) {
-      block(hm_all.data() + t * N * H, N, H, H) =
-          cblock(hp_all.data() + t * N * H, N, H, H) * cblock(dir.mask_at(t), N, H, dir.mask_ld);
-    }
-    state.hm = Seq<const S>{hm_all.data(), N * H, H};
-  } else {
-    state.hm = state.hp;
-  }
-  state.dxp_all = dxp_all + d * GH;
-  state.dq_all = dq_all + d * GH;
-  state.ld_dxp = DGH;
-  cell.prepare_backward(dir, a, state);
 
   // dL/d(final state) enters at the last processed step (SPEC.md section 6).
   auto carry = block(dh_next.data(), N, H, H);
-  if (a.stateGradient) carry = cblock(a.stateGradient + d * H, N, H, DH);
+  if (a.stateGradient) carry = cblock(a.stateGradient + r0 * DH + d * H, N, H, DH);
   else carry.setZero();
 
   for (Index k = T - 1; k >= 0; --k) {
     const Index t = dir.time(k);
-    block(dh.data(), N, H, H) = cblock(a.sourceGradient + t * N * DH + d * H, N, H, DH) + carry;
+    block(dh.data(), N, H, H) =
+        cblock(a.sourceGradient + (t * stride + r0) * DH + d * H, N, H, DH) + carry;
     BackwardStep<S> step;
     step.t = t;
     step.dh = dh.data();
-    step.dxp = state.dxp_all + t * N * DGH;
-    step.dq = state.dq_all + t * N * DGH;
-    step.ld_dxp = DGH;
+    step.dxp = state.dxp_all + (t * stride + r0) * state.ld_dxp;
+    step.dq = state.dq_all + (t * stride + r0) * state.ld_dxp;
+    step.ld_dxp = state.ld_dxp;
     step.dhm = dhm.data();
     step.dhp = dhp.data();
     step.scratch = step_scratch.data();
-    cell.backward_step(dir, step, state);
+    cell.backward_step(dir, step, views);
     // dL/dhm += dQ_t·R over the recurrent gates: one GEMM per step, [N, G·H] x [G·H, H].
-    gemm(Trans::no, Trans::no, N, H, RGH, S(1), step.dq, DGH, dir.recurrentWeight, H, S(1),
-         dhm.data(), H);
+    gemm(Trans::no, Trans::no, N, H, RGH, S(1), step.dq, state.ld_dxp, dir.recurrentWeight, H,
+         S(1), dhm.data(), H);
     if (a.mask) {
-      carry = cblock(dhm.data(), N, H, H) * cblock(dir.mask_at(t), N, H, dir.mask_ld) +
+      carry = cblock(dhm.data(), N, H, H) * cblock(dir.mask_at(t), N, H, DH) +
               cblock(dhp.data(), N, H, H);
     } else {
       carry = cblock(dhm.data(), N, H, H) + cblock(dhp.data(), N, H, H);
     }
   }
-  if (a.initStateGrad) block(a.initStateGrad + d * H, N, H, DH) = carry;
+  if (a.initStateGrad) block(a.initStateGrad + r0 * DH + d * H, N, H, DH) = carry;
+}
 
-  // dR = Σ_t dQ_tᵀ·hm_t: one GEMM over all T·N rows after the loop.
-  gemm(Trans::yes, Trans::no, RGH, H, TN, S(1), state.dq_all, DGH, state.hm.base, H, S(0),
-       a.recurrentWeightGrad + d * GH * H, H);
-  cell.finish_backward(dir, a, state);
+// Everything one direction's backward loop reads, built for all rows before the loop.
+template <class Cell, class S>
+void prepare_direction(const Cell& cell, const RNNShape& s, const GradientArgs<S>& a,
+                       const Direction<S>& dir, S* dxp_all, S* dq_all, CellBackwardState<S>& state,
+                       std::vector<S>& hp_all, std::vector<S>& hm_all) {
+  const Index T = s.T, N = s.N, H = s.H, GH = s.GH(), DH = s.DH(), DGH = s.DGH(), d = dir.d;
+  state.views.H = H;
+  state.views.gates = Seq<const S>{a.zState + d * GH, N * DGH, DGH};
+  state.cell_fwd = Seq<const S>{a.cellOutputFwd ? a.cellOutputFwd + d * H : nullptr, N * DH, DH};
+  state.output_fwd = Seq<const S>{a.outputFwd ? a.outputFwd + d * H : nullptr, N * DH, DH};
+  state.init_cell = a.initCell ? a.initCell + d * H : nullptr;
+  state.cell_gradient = a.cellGradient ? a.cellGradient + d * H : nullptr;
+  state.init_cell_grad = a.initCellGrad ? a.initCellGrad + d * H : nullptr;
+  state.views.states = cell.state_sequence(dir, state);
+  hp_all.resize(static_cast<size_t>(T * N * H));
+  previous_sequence(dir, state.views.states, a.initState ? a.initState + d * H : nullptr, DH,
+                    hp_all.data());
+  state.views.hp = Seq<const S>{hp_all.data(), N * H, H};
+  if (a.mask) {
+    hm_all.resize(static_cast<size_t>(T * N * H));
+    for (Index t = 0; t < T; ++t) {
+      block(hm_all.data() + t * N * H, N, H, H) =
+          cblock(hp_all.data() + t * N * H, N, H, H) * cblock(dir.mask_at(t), N, H, DH);
+    }
+    state.views.hm = Seq<const S>{hm_all.data(), N * H, H};
+  } else {
+    state.views.hm = state.views.hp;
+  }
+  state.dxp_all = dxp_all + d * GH;
+  state.dq_all = dq_all + d * GH;
+  state.ld_dxp = DGH;
+  cell.prepare_backward(dir, state);
 }
 
 }  // namespace detail
@@ -314,8 +394,23 @@ void recurrent_forward(const Cell& cell, const RNNShape& s, bool reverse, const 
   }
   detail::add_bias_rows(projected.data(), TN, DGH, a.bias);
 
-  run_parts(s.D(), directions_in_parallel(s, cell.recurrent_gates()), [&](int d) {
-    detail::forward_direction(cell, s, reverse, a, d, projected.data());
+  // Rᵀ [H, G·H] packed once per call when the steps will use it enough to repay the copy.
+  const bool pack = TN >= detail::kPackWeightsRows;
+  std::vector<std::vector<S>> weights_t(static_cast<size_t>(s.D()));
+  std::vector<Direction<S>> dirs;
+  for (int d = 0; d < s.D(); ++d) {
+    dirs.push_back(detail::make_direction(s, reverse, d, a.recurrentWeight, a.peephole,
+                                          a.secondaryBias, a.mask));
+    if (!pack) continue;
+    auto& wt = weights_t[static_cast<size_t>(d)];
+    wt.resize(static_cast<size_t>(s.H * s.GH()));
+    transpose_into(dirs.back().recurrentWeight, s.GH(), s.H, wt.data());
+    dirs.back().recurrentWeightT = wt.data();
+  }
+  const auto split = detail::split_work(s, cell.recurrent_gates());
+  run_parts(static_cast<int>(split.parts.size()), split.parallel, [&](int i) {
+    const auto& part = split.parts[static_cast<size_t>(i)];
+    detail::forward_rows(cell, s, a, dirs[static_cast<size_t>(part.d)], part, projected.data());
   });
 }
 
@@ -327,7 +422,8 @@ void recurrent_gradients(const Cell& cell, const RNNShape& s, bool reverse,
               a.recurrentWeightGrad,
           std::string(Cell::name) + ": missing buffer");
   FlushDenormals flush;
-  const Index TN = s.T * s.N, I = s.I, DGH = s.DGH();
+  const Index TN = s.T * s.N, I = s.I, H = s.H, GH = s.GH(), DGH = s.DGH();
+  const Index RGH = cell.recurrent_gates() * H;
 
   // dL/dx' for every step and both directions, [T·N, D·G·H]. Without W the source is x'
   // itself and this is its gradient (SPEC.md section 6), so it is written there directly.
@@ -336,11 +432,32 @@ void recurrent_gradients(const Cell& cell, const RNNShape& s, bool reverse,
   std::vector<S> dq_buffer(static_cast<size_t>(Cell::separate_recurrent_gradient ? TN * DGH : 0));
   S* dq_all = Cell::separate_recurrent_gradient ? dq_buffer.data() : dxp_all;
 
-  run_parts(s.D(), directions_in_parallel(s, cell.recurrent_gates()), [&](int d) {
-    detail::backward_direction(cell, s, reverse, a, d, dxp_all, dq_all);
+  // Per direction, for all rows: the sequences the loop reads.
+  const auto D = static_cast<size_t>(s.D());
+  std::vector<Direction<S>> dirs;
+  std::vector<CellBackwardState<S>> states(D);
+  std::vector<std::vector<S>> hp_all(D), hm_all(D);
+  for (int d = 0; d < s.D(); ++d) {
+    dirs.push_back(detail::make_direction(s, reverse, d, a.recurrentWeight, a.peephole,
+                                          a.secondaryBias, a.mask));
+    detail::prepare_direction(cell, s, a, dirs.back(), dxp_all, dq_all, states[d], hp_all[d], hm_all[d]);
+  }
+
+  const auto split = detail::split_work(s, cell.recurrent_gates());
+  run_parts(static_cast<int>(split.parts.size()), split.parallel, [&](int i) {
+    const auto& part = split.parts[static_cast<size_t>(i)];
+    detail::backward_rows(cell, s, a, dirs[static_cast<size_t>(part.d)], part,
+                          states[static_cast<size_t>(part.d)]);
   });
 
-  // Input-side gradients for both directions at once, one GEMM each over all T·N rows.
+  // Weight gradients after the loops, one GEMM each over all T·N rows.
+  for (int d = 0; d < s.D(); ++d) {
+    auto& state = states[static_cast<size_t>(d)];
+    // dR = Σ_t dQ_tᵀ·hm_t.
+    gemm(Trans::yes, Trans::no, RGH, H, TN, S(1), state.dq_all, DGH, state.views.hm.base, H, S(0),
+         a.recurrentWeightGrad + d * GH * H, H);
+    cell.finish_backward(dirs[static_cast<size_t>(d)], a, state);
+  }
   if (s.has_input_weight) {
     if (a.inputWeightGrad) {
       gemm(Trans::yes, Trans::no, DGH, I, TN, S(1), dxp_all, DGH, a.source, I, S(0),

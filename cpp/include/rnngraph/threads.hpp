@@ -12,20 +12,16 @@ struct BlasInfo {
   int num_threads = 1;
 };
 
+// rnngraph owns its parallelism: the BLAS it links always runs single-threaded (its idle
+// worker threads would otherwise spin on the cores our own threads need), and
+// set_num_threads/get_num_threads set how many threads rnngraph's kernels use.
 BlasInfo blas_info();
 void set_num_threads(int n);
 int get_num_threads();
 
-// While any is alive, rnngraph's BLAS runs single-threaded, so that several of our own
-// threads can call it at once (one owner of parallelism per call). Nested and concurrent
-// sections are counted; the last one to end restores the thread count.
-class SerialBlasSection {
- public:
-  SerialBlasSection();
-  ~SerialBlasSection();
-  SerialBlasSection(const SerialBlasSection&) = delete;
-  SerialBlasSection& operator=(const SerialBlasSection&) = delete;
-};
+// Whether the calling thread is one of the threads of a run_parts call (its work must not
+// start more threads).
+bool in_parallel_part();
 
 // While alive, denormal floats are flushed to zero in this thread (FTZ/DAZ): sigmoid gates
 // produce denormals that slow a CPU down many times over. NaN and Inf are unaffected.
@@ -40,8 +36,8 @@ class FlushDenormals {
   unsigned int saved_ = 0;
 };
 
-// Run body(0) .. body(count - 1): concurrently on `count` threads when `concurrent` (each
-// with single-threaded BLAS: one owner of parallelism per call), else in order here.
+// Run body(0) .. body(count - 1): concurrently on `count` threads when `concurrent`, else in
+// order here.
 // An exception thrown by any body is rethrown in the caller.
 template <class Body>
 void run_parts(int count, bool concurrent, Body&& body);
