@@ -16,30 +16,37 @@ def threads():
     rg.set_num_threads(saved)
 
 
+# cell, bidirectional, N, H, T, resetAfter
 CASES = [
-    # cell, bidirectional, N: N >= 16 cuts the batch into chunks; bidirectional runs directions apart
-    ("singleGateRNN", False, 32),
-    ("LSTM", False, 32),
-    ("LSTM", True, 17),
-    ("GRU", False, 24),
-    ("GRU", True, 16),
+    # N >= 16 and weights that fit a core's cache: the batch is cut into row chunks
+    ("singleGateRNN", False, 32, 64, 9, False),
+    ("LSTM", False, 32, 64, 9, False),
+    ("GRU", False, 24, 64, 9, False),
+    ("GRU", False, 24, 64, 9, True),
+    # bidirectional: the two directions run on their own threads
+    ("LSTM", True, 17, 64, 9, False),
+    ("GRU", True, 16, 64, 9, False),
+    ("GRU", True, 16, 64, 9, True),
+    # a small batch, or weights too big to cache twice: the threads share each step
+    ("singleGateRNN", False, 3, 256, 12, False),
+    ("LSTM", False, 6, 128, 12, False),
+    ("LSTM", False, 16, 256, 3, False),
+    ("GRU", False, 5, 128, 12, False),
+    ("GRU", False, 5, 128, 12, True),
 ]
 
 
-CASES += [("GRU", False, 24, True), ("GRU", True, 16, True)]
-
-
-@pytest.mark.parametrize("case", CASES, ids=lambda c: "-".join(str(v) for v in c))
+@pytest.mark.parametrize("case", CASES, ids=lambda c: "{}-{}-N{}-H{}-T{}-{}".format(
+    c[0], "bi" if c[1] else "uni", c[2], c[3], c[4], "after" if c[5] else "before"))
 def test_threads_give_the_single_threaded_result(case, threads):
-    cell, bidirectional, N = case[:3]
-    resetAfter = len(case) > 3
+    cell, bidirectional, N, H, T, resetAfter = case
     rng = np.random.default_rng(7)
-    T, I, H = 9, 160, 64
+    I = 160
     x = harness.make_inputs(cell, rng, T=T, N=N, I=I, H=H, bidirectional=bidirectional, mask=True,
                             peephole=True, secondaryBias=True, scale=0.3)
     props = {"bidirectional": bidirectional}
     if cell == "GRU":
-        props["resetAfter"] = bool(resetAfter)
+        props["resetAfter"] = resetAfter
     desc = harness.descriptor(cell, **props)
     D = 2 if bidirectional else 1
     dy = rng.standard_normal((T, N, D * H))
@@ -51,6 +58,8 @@ def test_threads_give_the_single_threaded_result(case, threads):
         grads = harness.gradients(cell, x, desc, dy, dS)
         results.append((out, grads))
     (out1, grads1), (out2, grads2) = results
+    reference = harness.reference_forward(cell, x, desc)
+    np.testing.assert_allclose(out2["h"], reference["h"], rtol=1e-11, atol=1e-11)
     for key in out1:
         np.testing.assert_allclose(out2[key], out1[key], rtol=1e-12, atol=1e-12, err_msg=key)
     assert list(grads1) == list(grads2)

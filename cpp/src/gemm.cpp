@@ -85,7 +85,7 @@ constexpr int kVecBytes = 32;
 constexpr int kVecBytes = 16;
 #endif
 constexpr bool kWide = kVecBytes == 64;  // 32 vector registers
-constexpr Index kRecurrentRows = 128;     // up to this many rows of A these kernels win
+constexpr Index kRecurrentRows = 128;     // up to this many rows of A the plain form wins
 
 template <class S>
 struct Vec {
@@ -212,14 +212,18 @@ void recurrent_nt(Index m, Index n, Index k, const S* a, Index lda, const S* b, 
 }
 
 // Whether a product goes to the kernels above (op(A) plain, few rows, enough work to matter).
-bool recurrent_shape(Trans ta, Index m, Index n, Index k) {
-  return ta == Trans::no && m <= kRecurrentRows && n * k >= 1024;
+// The dot-product form re-reads A for every four rows of B, so it takes fewer rows.
+constexpr Index kRecurrentDotRows = 16;
+
+bool recurrent_shape(Trans ta, Trans tb, Index m, Index n, Index k) {
+  const Index rows = tb == Trans::no ? kRecurrentRows : kRecurrentDotRows;
+  return ta == Trans::no && m <= rows && n * k >= 1024;
 }
 
 template <class S>
 bool try_recurrent(Trans ta, Trans tb, Index m, Index n, Index k, S alpha, const S* a, Index lda,
                    const S* b, Index ldb, S beta, S* c, Index ldc) {
-  if (alpha != S(1) || !recurrent_shape(ta, m, n, k)) return false;
+  if (alpha != S(1) || !recurrent_shape(ta, tb, m, n, k)) return false;
   if (tb == Trans::no) recurrent_nn(m, n, k, a, lda, b, ldb, beta, c, ldc);
   else recurrent_nt(m, n, k, a, lda, b, ldb, beta, c, ldc);
   return true;
@@ -270,7 +274,7 @@ void gemm(Trans ta, Trans tb, Index m, Index n, Index k, S alpha, const S* a, In
       (m * n * k >= kParallelGemm && !in_parallel_part()) ? get_num_threads() : 1;
   if (threads <= 1) return serial_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   // Few rows (a recurrent step) or more columns than rows: cut the columns; else the rows.
-  const bool by_columns = recurrent_shape(ta, m, n, k) || n > m;
+  const bool by_columns = recurrent_shape(ta, tb, m, n, k) || n > m;
   const Index extent = by_columns ? n : m;
   const int parts = static_cast<int>(std::min<Index>(threads, std::max<Index>(1, extent / 16)));
   run_parts(parts, parts > 1, [&](int i) {

@@ -1,6 +1,7 @@
 #include "rnngraph/threads.hpp"
 
 #include <mutex>
+#include <thread>
 #include <stdexcept>
 
 #include <cblas.h>
@@ -57,6 +58,21 @@ int get_num_threads() {
 }
 
 bool in_parallel_part() { return parallel_part; }
+
+void SpinBarrier::wait() {
+  const unsigned generation = generation_.load(std::memory_order_acquire);
+  if (arrived_.fetch_add(1, std::memory_order_acq_rel) + 1 == count_) {
+    arrived_.store(0, std::memory_order_relaxed);
+    generation_.fetch_add(1, std::memory_order_acq_rel);
+    return;
+  }
+  for (long spins = 0; generation_.load(std::memory_order_acquire) == generation; ++spins) {
+#ifdef RNNGRAPH_HAS_MXCSR
+    _mm_pause();
+#endif
+    if (spins > (1 << 16)) std::this_thread::yield();
+  }
+}
 
 ParallelPartScope::ParallelPartScope() : saved_(parallel_part) { parallel_part = true; }
 ParallelPartScope::~ParallelPartScope() { parallel_part = saved_; }

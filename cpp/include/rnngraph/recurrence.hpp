@@ -23,6 +23,7 @@
 #include "rnngraph/gemm.hpp"
 #include "rnngraph/problem.hpp"
 #include "rnngraph/threads.hpp"
+#include "rnngraph/workspace.hpp"
 
 namespace rnngraph {
 
@@ -124,7 +125,8 @@ struct BackwardViews {
 template <class S>
 struct CellBackwardState {
   BackwardViews<S> views;
-  std::vector<S> buffer_a, buffer_b, buffer_c, carry;  // cell-owned, [T, N, H] or [N, H]
+  Buffer<S> buffer_a, buffer_b, buffer_c;  // cell-owned sequences, [T, N, H]
+  std::vector<S> carry;                    // cell-owned, [N, H]
   Seq<const S> cell_fwd;    // LSTM cellOutputFwd slice
   Seq<const S> output_fwd;  // GRU outputFwd slice
   const S* init_cell = nullptr;       // ld D·H
@@ -208,18 +210,32 @@ struct Part {
 
 constexpr Index kParallelWork = Index(1) << 21;  // multiply-adds of the whole recurrence
 constexpr Index kPackWeightsRows = 32;           // T·N from which Rᵀ is packed per call
+constexpr Index kPackWeightsBatch = 16;          // and the batch from which it is
 constexpr Index kMinChunkRows = 8;
 
 struct WorkSplit {
   std::vector<Part> parts;
   bool parallel = false;  // run the parts on their own threads
+  int team = 1;           // > 1: one direction shared by this many threads, step by step
 };
 
-inline WorkSplit split_work(const RNNShape& s, int recurrent_gates) {
+// Weights larger than this (bytes per direction) do not stay in a core's cache next to a
+// second copy: then, unless the batch is large enough to make each pass over R pay off,
+// the threads share one direction, each streaming only its slice of R.
+constexpr Index kCachedWeightBytes = Index(1) << 20;
+
+inline WorkSplit split_work(const RNNShape& s, int recurrent_gates, Index scalar_bytes) {
   const int threads = get_num_threads();
   const Index work = s.D() * s.T * s.N * recurrent_gates * s.H * s.H;
   WorkSplit split;
   split.parallel = threads >= 2 && work >= kParallelWork;
+  const bool big_weights = recurrent_gates * s.H * s.H * scalar_bytes > kCachedWeightBytes;
+  if (split.parallel && s.D() == 1 && (s.N < 2 * kMinChunkRows || (big_weights && s.N <= 4 * kMinChunkRows))) {
+    split.team = static_cast<int>(std::min<Index>(threads, std::max<Index>(1, s.H / 16)));
+    split.parallel = false;
+    split.parts.push_back({0, 0, s.N});
+    return split;
+  }
   Index chunks = 1;
   if (split.parallel) {
     const Index per_direction = std::max<Index>(1, threads / s.D());
@@ -339,11 +355,141 @@ void backward_rows(const Cell& cell, const RNNShape& s, const GradientArgs<S>& a
   if (a.initStateGrad) block(a.initStateGrad + r0 * DH + d * H, N, H, DH) = carry;
 }
 
+// One direction shared by `team` threads, step by step: each thread computes its slice of
+// the gate columns of the recurrent product (streaming only its slice of R, which stays in
+// its cache), then its rows of the element-wise step; a barrier separates the phases.
+template <class Cell, class S>
+void forward_team(const Cell& cell, const RNNShape& s, const ForwardArgs<S>& a,
+                  const Direction<S>& dir, const S* projected, int team) {
+  const Index T = s.T, N = s.N, H = s.H, GH = s.GH(), DH = s.DH(), DGH = s.DGH();
+  const Index RGH = cell.recurrent_gates() * H;
+  std::vector<S> recurrent(static_cast<size_t>(N * GH));
+  std::vector<S> masked(static_cast<size_t>(a.mask ? N * H : 0));
+  std::vector<S> zeros(static_cast<size_t>(N * H), S(0));
+  std::vector<S> gate_scratch(static_cast<size_t>(a.zState ? 0 : N * GH));
+  const Seq<S> h_seq{a.output, N * DH, DH};
+  const Seq<S> c_seq{Cell::has_cell_state ? a.cellOutput : nullptr, N * DH, DH};
+  const Seq<S> z_seq = a.zState ? Seq<S>{a.zState, N * DGH, DGH} : Seq<S>{gate_scratch.data(), 0, GH};
+  const S* h0 = a.initState ? a.initState : zeros.data();
+  const Index h0_ld = a.initState ? DH : H;
+  const S* c0 = a.initCell ? a.initCell : zeros.data();
+  const Index c0_ld = a.initCell ? DH : H;
+  SpinBarrier barrier(team);
+
+  run_parts(team, true, [&](int p) {
+    const Index col0 = (RGH * p / team) / 16 * 16, col1 = p + 1 == team ? RGH : (RGH * (p + 1) / team) / 16 * 16;
+    const Index r0 = N * p / team, rows = N * (p + 1) / team - r0;
+    const Direction<S> mine = dir.rows(r0, rows);
+    std::vector<S> step_scratch(static_cast<size_t>(2 * rows * H));
+    auto mask_rows = [&](const S* hp, Index ld, Index t) {
+      block(masked.data() + r0 * H, rows, H, H) =
+          cblock(hp + r0 * ld, rows, H, ld) * cblock(mine.mask_at(t), rows, H, DH);
+    };
+    if (a.mask && T > 0) mask_rows(h0, h0_ld, dir.time(0));
+    barrier.wait();
+    for (Index k = 0; k < T; ++k) {
+      const Index t = dir.time(k);
+      const S* hp = k == 0 ? h0 : h_seq.at(dir.previous(t));
+      const Index ld_hp = k == 0 ? h0_ld : DH;
+      const S* hm = a.mask ? masked.data() : hp;
+      const Index ld_hm = a.mask ? H : ld_hp;
+      // Phase 1: this thread's gate columns of Q = hm·Rᵀ.
+      if (col1 > col0) {
+        if (dir.recurrentWeightT) {
+          gemm(Trans::no, Trans::no, N, col1 - col0, H, S(1), hm, ld_hm, dir.recurrentWeightT + col0,
+               GH, S(0), recurrent.data() + col0, GH);
+        } else {
+          gemm(Trans::no, Trans::yes, N, col1 - col0, H, S(1), hm, ld_hm,
+               dir.recurrentWeight + col0 * H, H, S(0), recurrent.data() + col0, GH);
+        }
+      }
+      barrier.wait();
+      // Phase 2: this thread's rows of the element-wise step (and of the next masked state).
+      if (rows > 0) {
+        ForwardStep<S> step;
+        step.t = t;
+        step.xp = projected + (t * N + r0) * DGH;
+        step.ld_xp = DGH;
+        step.q = recurrent.data() + r0 * GH;
+        step.hp = hp + r0 * ld_hp; step.ld_hp = ld_hp;
+        step.hm = hm + r0 * ld_hm; step.ld_hm = ld_hm;
+        if (Cell::has_cell_state) {
+          step.cp = k == 0 ? c0 + r0 * c0_ld : c_seq.at(dir.previous(t)) + r0 * DH;
+          step.ld_cp = k == 0 ? c0_ld : DH;
+          step.c = c_seq.at(t) + r0 * DH; step.ld_c = DH;
+        }
+        step.h = h_seq.at(t) + r0 * DH; step.ld_h = DH;
+        step.gates = z_seq.at(t) + r0 * z_seq.ld; step.ld_gates = z_seq.ld;
+        step.scratch = step_scratch.data();
+        cell.forward_step(mine, step);
+        if (a.mask && k + 1 < T) mask_rows(h_seq.at(t), DH, dir.time(k + 1));
+      }
+      barrier.wait();
+    }
+  });
+}
+
+// The backward loop of one direction shared by `team` threads: rows of the element-wise step,
+// a barrier, then each thread's columns of dL/dhm = dQ·R, and a barrier.
+template <class Cell, class S>
+void backward_team(const Cell& cell, const RNNShape& s, const GradientArgs<S>& a,
+                   const Direction<S>& dir, const CellBackwardState<S>& state, int team) {
+  const Index T = s.T, N = s.N, H = s.H, DH = s.DH();
+  const Index RGH = cell.recurrent_gates() * H, ld = state.ld_dxp;
+  std::vector<S> carry(static_cast<size_t>(N * H)), dhm(static_cast<size_t>(N * H));
+  std::vector<S> dhp(static_cast<size_t>(N * H));
+  // dL/d(final state) enters at the last processed step (SPEC.md section 6).
+  if (a.stateGradient) block(carry.data(), N, H, H) = cblock(a.stateGradient, N, H, DH);
+  SpinBarrier barrier(team);
+
+  run_parts(team, true, [&](int p) {
+    const Index col0 = H * p / team, col1 = H * (p + 1) / team;
+    const Index r0 = N * p / team, rows = N * (p + 1) / team - r0;
+    const Direction<S> mine = dir.rows(r0, rows);
+    const BackwardViews<S> views = state.views.rows(r0);
+    std::vector<S> dh(static_cast<size_t>(rows * H)), step_scratch(static_cast<size_t>(2 * rows * H));
+    for (Index k = T - 1; k >= 0; --k) {
+      const Index t = dir.time(k);
+      // Phase 1: this thread's rows of the element-wise step.
+      if (rows > 0) {
+        block(dh.data(), rows, H, H) = cblock(a.sourceGradient + (t * N + r0) * DH, rows, H, DH) +
+                                       cblock(carry.data() + r0 * H, rows, H, H);
+        BackwardStep<S> step;
+        step.t = t;
+        step.dh = dh.data();
+        step.dxp = state.dxp_all + (t * N + r0) * ld;
+        step.dq = state.dq_all + (t * N + r0) * ld;
+        step.ld_dxp = ld;
+        step.dhm = dhm.data() + r0 * H;
+        step.dhp = dhp.data() + r0 * H;
+        step.scratch = step_scratch.data();
+        cell.backward_step(mine, step, views);
+      }
+      barrier.wait();
+      // Phase 2: this thread's columns of dL/dhm += dQ_t·R, then of the carried gradient.
+      if (col1 > col0) {
+        gemm(Trans::no, Trans::no, N, col1 - col0, RGH, S(1), state.dq_all + t * N * ld, ld,
+             dir.recurrentWeight + col0, H, S(1), dhm.data() + col0, H);
+        auto next = block(carry.data() + col0, N, col1 - col0, H);
+        if (a.mask) {
+          next = cblock(dhm.data() + col0, N, col1 - col0, H) *
+                     cblock(dir.mask_at(t) + col0, N, col1 - col0, DH) +
+                 cblock(dhp.data() + col0, N, col1 - col0, H);
+        } else {
+          next = cblock(dhm.data() + col0, N, col1 - col0, H) + cblock(dhp.data() + col0, N, col1 - col0, H);
+        }
+      }
+      barrier.wait();
+    }
+  });
+  if (a.initStateGrad) block(a.initStateGrad, N, H, DH) = block(carry.data(), N, H, H);
+}
+
 // Everything one direction's backward loop reads, built for all rows before the loop.
 template <class Cell, class S>
 void prepare_direction(const Cell& cell, const RNNShape& s, const GradientArgs<S>& a,
                        const Direction<S>& dir, S* dxp_all, S* dq_all, CellBackwardState<S>& state,
-                       std::vector<S>& hp_all, std::vector<S>& hm_all) {
+                       Buffer<S>& hp_all, Buffer<S>& hm_all) {
   const Index T = s.T, N = s.N, H = s.H, GH = s.GH(), DH = s.DH(), DGH = s.DGH(), d = dir.d;
   state.views.H = H;
   state.views.gates = Seq<const S>{a.zState + d * GH, N * DGH, DGH};
@@ -385,7 +531,7 @@ void recurrent_forward(const Cell& cell, const RNNShape& s, bool reverse, const 
 
   // SPEC.md section 5: x'[t] = x[t]·Wᵀ + b for every step and both directions at once,
   // one GEMM [T·N, I] x [I, D·G·H] (without W the source already holds x' - b).
-  std::vector<S> projected(static_cast<size_t>(TN * DGH));
+  Buffer<S> projected(static_cast<size_t>(TN * DGH));
   if (s.has_input_weight) {
     gemm(Trans::no, Trans::yes, TN, DGH, s.I, S(1), a.source, s.I, a.inputWeight, s.I, S(0),
          projected.data(), DGH);
@@ -394,9 +540,10 @@ void recurrent_forward(const Cell& cell, const RNNShape& s, bool reverse, const 
   }
   detail::add_bias_rows(projected.data(), TN, DGH, a.bias);
 
-  // Rᵀ [H, G·H] packed once per call when the steps will use it enough to repay the copy.
-  const bool pack = TN >= detail::kPackWeightsRows;
-  std::vector<std::vector<S>> weights_t(static_cast<size_t>(s.D()));
+  // Rᵀ [H, G·H] packed once per call when the steps will use it enough to repay the copy
+  // (a batch of a few rows streams R itself, as dot products, faster than a transposed copy).
+  const bool pack = s.N >= detail::kPackWeightsBatch && TN >= detail::kPackWeightsRows;
+  std::vector<Buffer<S>> weights_t(static_cast<size_t>(s.D()));
   std::vector<Direction<S>> dirs;
   for (int d = 0; d < s.D(); ++d) {
     dirs.push_back(detail::make_direction(s, reverse, d, a.recurrentWeight, a.peephole,
@@ -407,7 +554,8 @@ void recurrent_forward(const Cell& cell, const RNNShape& s, bool reverse, const 
     transpose_into(dirs.back().recurrentWeight, s.GH(), s.H, wt.data());
     dirs.back().recurrentWeightT = wt.data();
   }
-  const auto split = detail::split_work(s, cell.recurrent_gates());
+  const auto split = detail::split_work(s, cell.recurrent_gates(), sizeof(S));
+  if (split.team > 1) return detail::forward_team(cell, s, a, dirs[0], projected.data(), split.team);
   run_parts(static_cast<int>(split.parts.size()), split.parallel, [&](int i) {
     const auto& part = split.parts[static_cast<size_t>(i)];
     detail::forward_rows(cell, s, a, dirs[static_cast<size_t>(part.d)], part, projected.data());
@@ -427,28 +575,32 @@ void recurrent_gradients(const Cell& cell, const RNNShape& s, bool reverse,
 
   // dL/dx' for every step and both directions, [T·N, D·G·H]. Without W the source is x'
   // itself and this is its gradient (SPEC.md section 6), so it is written there directly.
-  std::vector<S> dxp_buffer(static_cast<size_t>(s.has_input_weight ? TN * DGH : 0));
+  Buffer<S> dxp_buffer(static_cast<size_t>(s.has_input_weight ? TN * DGH : 0));
   S* dxp_all = s.has_input_weight ? dxp_buffer.data() : a.sourceGrad;
-  std::vector<S> dq_buffer(static_cast<size_t>(Cell::separate_recurrent_gradient ? TN * DGH : 0));
+  Buffer<S> dq_buffer(static_cast<size_t>(Cell::separate_recurrent_gradient ? TN * DGH : 0));
   S* dq_all = Cell::separate_recurrent_gradient ? dq_buffer.data() : dxp_all;
 
   // Per direction, for all rows: the sequences the loop reads.
   const auto D = static_cast<size_t>(s.D());
   std::vector<Direction<S>> dirs;
   std::vector<CellBackwardState<S>> states(D);
-  std::vector<std::vector<S>> hp_all(D), hm_all(D);
+  std::vector<Buffer<S>> hp_all(D), hm_all(D);
   for (int d = 0; d < s.D(); ++d) {
     dirs.push_back(detail::make_direction(s, reverse, d, a.recurrentWeight, a.peephole,
                                           a.secondaryBias, a.mask));
     detail::prepare_direction(cell, s, a, dirs.back(), dxp_all, dq_all, states[d], hp_all[d], hm_all[d]);
   }
 
-  const auto split = detail::split_work(s, cell.recurrent_gates());
-  run_parts(static_cast<int>(split.parts.size()), split.parallel, [&](int i) {
-    const auto& part = split.parts[static_cast<size_t>(i)];
-    detail::backward_rows(cell, s, a, dirs[static_cast<size_t>(part.d)], part,
-                          states[static_cast<size_t>(part.d)]);
-  });
+  const auto split = detail::split_work(s, cell.recurrent_gates(), sizeof(S));
+  if (split.team > 1) {
+    detail::backward_team(cell, s, a, dirs[0], states[0], split.team);
+  } else {
+    run_parts(static_cast<int>(split.parts.size()), split.parallel, [&](int i) {
+      const auto& part = split.parts[static_cast<size_t>(i)];
+      detail::backward_rows(cell, s, a, dirs[static_cast<size_t>(part.d)], part,
+                            states[static_cast<size_t>(part.d)]);
+    });
+  }
 
   // Weight gradients after the loops, one GEMM each over all T·N rows.
   for (int d = 0; d < s.D(); ++d) {

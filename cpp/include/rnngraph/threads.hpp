@@ -1,6 +1,7 @@
 // The linked BLAS (identity and thread control) and how a call spends its threads.
 #pragma once
 
+#include <atomic>
 #include <string>
 
 namespace rnngraph {
@@ -34,6 +35,19 @@ class FlushDenormals {
 
  private:
   unsigned int saved_ = 0;
+};
+
+// A barrier for the `count` threads of one run_parts call that meet once per time step:
+// they spin (the wait is a few hundred nanoseconds), then yield if it drags on.
+class SpinBarrier {
+ public:
+  explicit SpinBarrier(int count) : count_(count) {}
+  void wait();
+
+ private:
+  const int count_;
+  std::atomic<int> arrived_{0};
+  std::atomic<unsigned> generation_{0};
 };
 
 // Run body(0) .. body(count - 1): concurrently on `count` threads when `concurrent`, else in
