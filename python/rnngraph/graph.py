@@ -61,6 +61,7 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps):
     def __init__(self):
         self._ops: list[Operation] = []
         self._names = itertools.count()
+        self._plans: dict = {}
 
     # -- building -----------------------------------------------------------------------
     def _add(self, kind, name, inputs, compute, outputs, attrs=None) -> list[Tensor]:
@@ -137,8 +138,7 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps):
                 raise ValueError(f"run: feeds: {tensor.name!r} is not a placeholder")
             values[tensor] = _feed_array(tensor, value)
 
-        needed = self._ops_needed(targets)
-        last_use = self._last_uses(needed, targets)
+        needed, last_use = self._plan(tuple(targets))
         for position, op in enumerate(needed):
             if op.kind == "placeholder":
                 if op.outputs[0] not in values:
@@ -155,6 +155,16 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps):
             for tensor in [t for t, last in last_use.items() if last == position]:
                 values.pop(tensor, None)
         return {t: values[t] for t in targets}
+
+    def _plan(self, targets: tuple):
+        """The ops a run of ``targets`` needs, in order, and each intermediate's last use;
+        cached until the graph grows."""
+        key = (targets, len(self._ops))
+        plan = self._plans.get(key)
+        if plan is None:
+            needed = self._ops_needed(targets)
+            plan = self._plans[key] = (needed, self._last_uses(needed, targets))
+        return plan
 
     def _ops_needed(self, targets) -> list[Operation]:
         needed, stack = set(), [t.op for t in targets]

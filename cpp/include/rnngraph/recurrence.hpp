@@ -210,7 +210,8 @@ struct Part {
 
 constexpr Index kParallelWork = Index(1) << 21;  // multiply-adds of the whole recurrence
 constexpr Index kPackWeightsRows = 32;           // T·N from which Rᵀ is packed per call
-constexpr Index kPackWeightsBatch = 16;          // and the batch from which it is
+constexpr Index kPackWeightsBatch = 16;          // and the batch from which it is,
+constexpr Index kPackWeightsHidden = 128;        // or the hidden size up to which it always is
 constexpr Index kMinChunkRows = 8;
 
 struct WorkSplit {
@@ -542,7 +543,8 @@ void recurrent_forward(const Cell& cell, const RNNShape& s, bool reverse, const 
 
   // Rᵀ [H, G·H] packed once per call when the steps will use it enough to repay the copy
   // (a batch of a few rows streams R itself, as dot products, faster than a transposed copy).
-  const bool pack = s.N >= detail::kPackWeightsBatch && TN >= detail::kPackWeightsRows;
+  const bool pack = TN >= detail::kPackWeightsRows &&
+                    (s.N >= detail::kPackWeightsBatch || s.H <= detail::kPackWeightsHidden);
   std::vector<Buffer<S>> weights_t(static_cast<size_t>(s.D()));
   std::vector<Direction<S>> dirs;
   for (int d = 0; d < s.D(); ++d) {

@@ -147,6 +147,10 @@ def normalise(arrays: dict, sizes: dict, bidirectional: bool) -> dict:
     return out
 
 
+def fully_known(tensors: dict) -> bool:
+    return all(None not in t.shape for t in tensors.values() if t is not None)
+
+
 def runtime_sizes(op: str, spec: CellSpec, arrays: dict, bidirectional: bool) -> dict:
     """The build-time checks again, on the real arrays (dimensions unknown when building)."""
     return infer_sizes(op, spec, arrays, bidirectional)
@@ -172,8 +176,12 @@ def forward_op(graph, spec: CellSpec, arguments: dict, descriptor, name, outputs
     options = descriptor.as_dict()
     training = "zState" in wanted
 
+    static = fully_known(tensors)
+
     def compute(arrays):
-        run_sizes = runtime_sizes(op, spec, arrays, bidirectional)
+        # Shapes known when building were checked then, and feeds are checked against their
+        # placeholders; only dimensions left open need the checks again now.
+        run_sizes = sizes if static else runtime_sizes(op, spec, arrays, bidirectional)
         dense = normalise(arrays, run_sizes, bidirectional)
         h, c, z = _core.rnn_forward(spec.name, options, training=training, **dense)
         produced = {"h": h, "c": c, "zState": z}
@@ -211,12 +219,13 @@ def gradient_op(graph, spec: CellSpec, arguments: dict, descriptor, name):
     check_dtypes(op, tensors)
     check_matching_forward(op, spec, descriptor, tensors["zState"])
     bidirectional = descriptor.bidirectional
-    infer_sizes(op, spec, tensors, bidirectional)
+    sizes = infer_sizes(op, spec, tensors, bidirectional)
     options = descriptor.as_dict()
     returned = [label for label in spec.returned if tensors.get(label) is not None]
+    static = fully_known(tensors)
 
     def compute(arrays):
-        run_sizes = runtime_sizes(op, spec, arrays, bidirectional)
+        run_sizes = sizes if static else runtime_sizes(op, spec, arrays, bidirectional)
         dense = normalise(arrays, run_sizes, bidirectional)
         grads = _core.rnn_gradients(spec.name, options, **dense)
         return [grads[label].reshape(arrays[label].shape) for label in returned]
