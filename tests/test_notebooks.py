@@ -19,4 +19,4 @@ def test_notebook_runs(path, tmp_path):
     assert all(not cell.get("outputs") for cell in notebook.cells if cell.cell_type == "code"), \
         f"{path.name} is committed with outputs"
     NotebookClient(notebook, timeout=120, kernel_name="python3",
-                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+                   resources={"metadata": {"path": str(path.parent)}}).execute()

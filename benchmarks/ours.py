@@ -1,0 +1,77 @@
+"""rnngraph's step for a row: the graph is built and the feeds are made here, outside timing.
+
+infer: one run of the forward op with training=False, target = the output sequence h.
+train: one Graph holding the forward op (training=True) and its gradient op; one g.run with
+every gradient as target (source, recurrentWeight, inputWeight, bias, initState, plus
+initCell for LSTM and secondaryBias for GRU resetAfter, i.e. everything PyTorch returns)
+computes forward + backward: the saved forward tensors are intermediates of that run.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import rnngraph as rg
+from rows import GATES, Row
+
+
+def _random(rng, shape, scale=1.0):
+    return rng.standard_normal(shape, dtype=np.float32) * np.float32(scale)
+
+
+def make_step(row: Row, seed: int = 0):
+    """Return ``step()``: one timed rnngraph call for ``row``."""
+    T, N, I, H, G = row.T, row.N, row.I, row.H, GATES[row.cell]
+    D = 2 if row.bidirectional else 1
+    train = row.mode == "train"
+    rng = np.random.default_rng(seed)
+    s = 1.0 / np.sqrt(H)
+
+    g = rg.Graph()
+    shapes = {
+        "source": (T, N, I),
+        "recurrentWeight": (2, G * H, H) if row.bidirectional else (G * H, H),
+        "inputWeight": (D * G * H, I),
+        "bias": (D * G * H,),
+        "initState": (N, D * H),
+    }
+    if row.cell == "LSTM":
+        shapes["initCell"] = (N, D * H)
+    if row.cell == "GRU" and row.resetAfter:
+        shapes["secondaryBias"] = (D * H,)
+    if train:
+        shapes["sourceGradient"] = (T, N, D * H)
+    ph = {k: g.placeholder(shape=v, dataType=rg.float32, name=k) for k, v in shapes.items()}
+    feeds = {ph[k]: _random(rng, v, 1.0 if k in ("source", "sourceGradient") else s)
+             for k, v in shapes.items()}
+    inputs = {k: t for k, t in ph.items() if k != "sourceGradient"}
+
+    if row.cell == "LSTM":
+        d = rg.LSTMDescriptor(bidirectional=row.bidirectional, training=train)
+        outs = g.LSTM(descriptor=d, **inputs)
+        if train:
+            h, c, z = outs
+            targets = g.LSTMGradients(sourceGradient=ph["sourceGradient"], zState=z,
+                                      cellOutputFwd=c, descriptor=d, **inputs)
+    elif row.cell == "GRU":
+        d = rg.GRUDescriptor(bidirectional=row.bidirectional, training=train,
+                             resetAfter=row.resetAfter)
+        outs = g.GRU(descriptor=d, **inputs)
+        if train:
+            h, z = outs
+            targets = g.GRUGradients(sourceGradient=ph["sourceGradient"], zState=z,
+                                     outputFwd=h, descriptor=d, **inputs)
+    else:
+        d = rg.SingleGateRNNDescriptor(bidirectional=row.bidirectional, training=train,
+                                       activation=rg.RNNActivation.tanh)
+        outs = g.singleGateRNN(descriptor=d, **inputs)
+        if train:
+            h, z = outs
+            targets = g.singleGateRNNGradients(sourceGradient=ph["sourceGradient"], zState=z,
+                                               descriptor=d, **inputs)
+    if not train:
+        targets = [outs[0]]
+
+    def step():
+        return g.run(feeds=feeds, targetTensors=targets)
+
+    return step

@@ -1,0 +1,79 @@
+"""Markdown table of a results JSON (printed by bench_rnn.py, shown by the notebook)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent / "results"
+PEERS = {"torch": "PyTorch", "onnxruntime": "ORT"}
+
+
+def ours(record: dict) -> dict:
+    """rnngraph's measurement in a record (the 'default threads' entry has its own name)."""
+    return record["libs"].get("rnngraph") or record["libs"].get("rnngraph (default threads)") or {}
+
+
+def latest(scaling: bool = False, folder: Path = RESULTS):
+    """The newest bench_rnn.py (or scaling.py) JSON in ``folder`` by its recorded date."""
+    def key(path):
+        try:
+            return json.loads(path.read_text())["meta"]["date"], path.stat().st_mtime
+        except (KeyError, ValueError):
+            return "", path.stat().st_mtime
+    files = [p for p in folder.glob("*.json") if p.name.startswith("scaling") == scaling]
+    return max(files, key=key, default=None)
+
+
+def _ms(entry) -> str:
+    if not entry:
+        return "–"
+    if "error" in entry:
+        return "error"
+    return f"{entry['median_ms']:.3g} ({entry['min_ms']:.3g})"
+
+
+def _x(value) -> str:
+    return "–" if value is None else f"{value:.2f}×"
+
+
+def table(results: dict) -> str:
+    lines = [
+        ("| # | row | mode | threads | rnngraph ms | PyTorch ms | ORT ms | vs PyTorch | vs ORT "
+         "| rnngraph GFLOP/s | of sgemm | oneDNN ms (published, 2 thr) |"),
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results["results"]:
+        mine = ours(r)
+        threads = r["threads"] if r["threads"] != "default" else f"default ({r['threads_used']})"
+        gflops = f"{mine['gflops']:.1f}" if "gflops" in mine else "–"
+        fraction = mine.get("fraction_of_ceiling")
+        fraction = "–" if fraction is None else f"{fraction:.0%}"
+        lines.append(
+            f"| {r['row']} | {r['label']} {r['shape']} | {r['mode']} | {threads} | {_ms(mine)} "
+            f"| {_ms(r['libs'].get('torch'))} | {_ms(r['libs'].get('onnxruntime'))} "
+            f"| {_x(r['speedup'].get('torch'))} | {_x(r['speedup'].get('onnxruntime'))} "
+            f"| {gflops} | {fraction} | {r['onednn_ms'] or '–'} |")
+    ceilings = ", ".join(f"{n} thr {c['gflops']:.0f} GFLOP/s"
+                         for n, c in results["ceiling"].items())
+    meta = results["meta"]
+    lines += [
+        "",
+        ("ms: median (min). vs X: X's median / rnngraph's median (> 1: rnngraph is faster). "
+         "GFLOP/s: the oneDNN FLOP count (forward 2·G·H·N·(I+H)·T per direction, train 3×) over "
+         f"the median. sgemm 2048³ ceiling, same run, {meta['versions']['rnngraph_blas']['core']} "
+         f"core: {ceilings}."),
+        (f"{meta['machine']['model']}, {meta['machine']['usable_cpus']} CPUs; load average "
+         f"{meta['load_average_start'][0]:.2f} at start, {meta['load_average_end'][0]:.2f} at end; "
+         f"commit {(meta['git']['commit'] or '?')[:10]}{' (dirty)' * bool(meta['git']['dirty'])}; "
+         f"{meta['date']}."),
+    ]
+    lines += [f"Error: row {r['row']}, {r['threads']} threads, {lib}: {entry['error']}"
+              for r in results["results"] for lib, entry in r["libs"].items() if "error" in entry]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    path = Path(sys.argv[1]) if len(sys.argv) > 1 else latest()
+    print(table(json.loads(path.read_text())))

@@ -1,0 +1,33 @@
+"""Timing one benchmark step: warm-up, then repetitions sized to a time budget."""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+
+def measure(step, budget_s: float = 2.0, min_reps: int = 10, max_reps: int = 1000,
+            settle_s: float = 0.2) -> dict:
+    """Median and min of ``step()`` with time.perf_counter, in milliseconds.
+
+    ``settle_s`` of sleep first lets the previous library's worker threads stop spinning (on
+    a 2-core machine a spinning OpenBLAS/OpenMP/ORT pool steals a core from the next peer).
+    Two warm-up calls (one for steps over 0.5 s), then repetitions filling ``budget_s``:
+    at least ``min_reps`` for steps under 0.25 s, at least 3 for larger ones.
+    """
+    time.sleep(settle_s)
+    t0 = time.perf_counter()
+    step()
+    first = time.perf_counter() - t0
+    if first < 0.5:
+        t0 = time.perf_counter()
+        step()
+        first = time.perf_counter() - t0
+    floor = min_reps if first < 0.25 else 3
+    reps = max(floor, min(max_reps, int(budget_s / max(first, 1e-9))))
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - t0)
+    return {"median_ms": 1e3 * statistics.median(times), "min_ms": 1e3 * min(times), "reps": reps}
