@@ -252,45 +252,79 @@ inline WorkSplit split_work(const RNNShape& s, int recurrent_gates, Index scalar
   return split;
 }
 
+// Where one direction's forward steps read and write, for all of its batch rows.
+template <class S>
+struct ForwardSequences {
+  Seq<S> h, c, gates;  // h_t, c_t (LSTM) and zState (or a scratch row when not training)
+  const S* h0 = nullptr;  Index h0_ld = 0;  // initial state and cell (zeros when absent)
+  const S* c0 = nullptr;  Index c0_ld = 0;
+  const S* projected = nullptr;  Index xp_step = 0, xp_ld = 0;  // x'
+  Buffer<S> zeros, gate_scratch;
+
+  // Step k (time t) for the batch rows from row0 on; q, hm and scratch are the caller's.
+  ForwardStep<S> step(const Direction<S>& dir, Index k, Index t, Index row0) const {
+    ForwardStep<S> st;
+    st.t = t;
+    st.xp = projected + t * xp_step + row0 * xp_ld;
+    st.ld_xp = xp_ld;
+    if (k == 0) {
+      st.hp = h0 + row0 * h0_ld; st.ld_hp = h0_ld;
+      st.cp = c.base ? c0 + row0 * c0_ld : nullptr; st.ld_cp = c0_ld;
+    } else {
+      const Index p = dir.previous(t);
+      st.hp = h.at(p) + row0 * h.ld; st.ld_hp = h.ld;
+      st.cp = c.base ? c.at(p) + row0 * c.ld : nullptr; st.ld_cp = c.ld;
+    }
+    st.h = h.at(t) + row0 * h.ld; st.ld_h = h.ld;
+    st.c = c.base ? c.at(t) + row0 * c.ld : nullptr; st.ld_c = c.ld;
+    st.gates = gates.at(t) + row0 * gates.ld; st.ld_gates = gates.ld;
+    return st;
+  }
+};
+
+template <class Cell, class S>
+ForwardSequences<S> forward_sequences(const RNNShape& s, const ForwardArgs<S>& a, int d,
+                                      const S* projected) {
+  const Index N = s.N, H = s.H, GH = s.GH(), DH = s.DH(), DGH = s.DGH();
+  ForwardSequences<S> f;
+  f.zeros.resize(static_cast<size_t>(N * H));
+  std::fill(f.zeros.data(), f.zeros.data() + N * H, S(0));
+  f.h = Seq<S>{a.output + d * H, N * DH, DH};
+  f.c = Seq<S>{Cell::has_cell_state ? a.cellOutput + d * H : nullptr, N * DH, DH};
+  if (a.zState) {
+    f.gates = Seq<S>{a.zState + d * GH, N * DGH, DGH};
+  } else {
+    f.gate_scratch.resize(static_cast<size_t>(N * GH));
+    f.gates = Seq<S>{f.gate_scratch.data(), 0, GH};
+  }
+  f.h0 = a.initState ? a.initState + d * H : f.zeros.data();
+  f.h0_ld = a.initState ? DH : H;
+  f.c0 = a.initCell ? a.initCell + d * H : f.zeros.data();
+  f.c0_ld = a.initCell ? DH : H;
+  f.projected = projected + d * GH;
+  f.xp_step = N * DGH;
+  f.xp_ld = DGH;
+  return f;
+}
+
 // The forward time loop of one direction over its chunk of batch rows.
 template <class Cell, class S>
 void forward_rows(const Cell& cell, const RNNShape& s, const ForwardArgs<S>& a,
-                  const Direction<S>& whole, const Part& part, const S* projected) {
-  const Index T = s.T, H = s.H, GH = s.GH(), DH = s.DH(), DGH = s.DGH(), stride = s.N;
-  const Index N = part.rows, r0 = part.row0, d = part.d;
-  const Index RGH = cell.recurrent_gates() * H;
+                  const Direction<S>& whole, const Part& part, const ForwardSequences<S>& seqs) {
+  const Index T = s.T, H = s.H, GH = s.GH(), DH = s.DH();
+  const Index N = part.rows, r0 = part.row0;
   const Direction<S> dir = whole.rows(r0, N);
 
   // This chunk's workspace, allocated once before its time loop.
   std::vector<S> recurrent(static_cast<size_t>(N * GH));
   std::vector<S> masked(static_cast<size_t>(a.mask ? N * H : 0));
-  std::vector<S> zeros(static_cast<size_t>(N * H), S(0));
-  std::vector<S> gate_scratch(static_cast<size_t>(a.zState ? 0 : N * GH));
   std::vector<S> step_scratch(static_cast<size_t>(2 * N * H));
-
-  const Seq<S> h_seq{a.output + r0 * DH + d * H, stride * DH, DH};
-  const Seq<S> c_seq{Cell::has_cell_state ? a.cellOutput + r0 * DH + d * H : nullptr, stride * DH, DH};
-  const Seq<S> z_seq = a.zState ? Seq<S>{a.zState + r0 * DGH + d * GH, stride * DGH, DGH}
-                                : Seq<S>{gate_scratch.data(), 0, GH};
-  const S* h0 = a.initState ? a.initState + r0 * DH + d * H : zeros.data();
-  const Index h0_ld = a.initState ? DH : H;
-  const S* c0 = a.initCell ? a.initCell + r0 * DH + d * H : zeros.data();
-  const Index c0_ld = a.initCell ? DH : H;
 
   for (Index k = 0; k < T; ++k) {
     const Index t = dir.time(k);
-    ForwardStep<S> step;
-    step.t = t;
-    step.xp = projected + (t * stride + r0) * DGH + d * GH;
-    step.ld_xp = DGH;
+    ForwardStep<S> step = seqs.step(dir, k, t, r0);
     step.q = recurrent.data();
-    if (k == 0) {
-      step.hp = h0; step.ld_hp = h0_ld;
-      step.cp = c0; step.ld_cp = c0_ld;
-    } else {
-      step.hp = h_seq.at(dir.previous(t)); step.ld_hp = DH;
-      step.cp = Cell::has_cell_state ? c_seq.at(dir.previous(t)) : nullptr; step.ld_cp = DH;
-    }
+    step.scratch = step_scratch.data();
     // SPEC.md section 5: the mask scales the previous state inside recurrent products only.
     if (a.mask) {
       block(masked.data(), N, H, H) =
@@ -301,10 +335,6 @@ void forward_rows(const Cell& cell, const RNNShape& s, const ForwardArgs<S>& a,
     }
     // One GEMM per step over every recurrent gate: Q = hm·Rᵀ, [N, H] x [H, G·H].
     dir.times_weight_t(N, 0, cell.recurrent_gates(), step.hm, step.ld_hm, step.q, GH);
-    step.h = h_seq.at(t); step.ld_h = DH;
-    step.c = Cell::has_cell_state ? c_seq.at(t) : nullptr; step.ld_c = DH;
-    step.gates = z_seq.at(t); step.ld_gates = z_seq.ld;
-    step.scratch = step_scratch.data();
     cell.forward_step(dir, step);
   }
 }
@@ -361,39 +391,32 @@ void backward_rows(const Cell& cell, const RNNShape& s, const GradientArgs<S>& a
 // its cache), then its rows of the element-wise step; a barrier separates the phases.
 template <class Cell, class S>
 void forward_team(const Cell& cell, const RNNShape& s, const ForwardArgs<S>& a,
-                  const Direction<S>& dir, const S* projected, int team) {
-  const Index T = s.T, N = s.N, H = s.H, GH = s.GH(), DH = s.DH(), DGH = s.DGH();
+                  const Direction<S>& dir, const ForwardSequences<S>& seqs, int team) {
+  const Index T = s.T, N = s.N, H = s.H, GH = s.GH(), DH = s.DH();
   const Index RGH = cell.recurrent_gates() * H;
   std::vector<S> recurrent(static_cast<size_t>(N * GH));
   std::vector<S> masked(static_cast<size_t>(a.mask ? N * H : 0));
-  std::vector<S> zeros(static_cast<size_t>(N * H), S(0));
-  std::vector<S> gate_scratch(static_cast<size_t>(a.zState ? 0 : N * GH));
-  const Seq<S> h_seq{a.output, N * DH, DH};
-  const Seq<S> c_seq{Cell::has_cell_state ? a.cellOutput : nullptr, N * DH, DH};
-  const Seq<S> z_seq = a.zState ? Seq<S>{a.zState, N * DGH, DGH} : Seq<S>{gate_scratch.data(), 0, GH};
-  const S* h0 = a.initState ? a.initState : zeros.data();
-  const Index h0_ld = a.initState ? DH : H;
-  const S* c0 = a.initCell ? a.initCell : zeros.data();
-  const Index c0_ld = a.initCell ? DH : H;
   SpinBarrier barrier(team);
 
   run_parts(team, true, [&](int p) {
-    const Index col0 = (RGH * p / team) / 16 * 16, col1 = p + 1 == team ? RGH : (RGH * (p + 1) / team) / 16 * 16;
+    const Index col0 = (RGH * p / team) / 16 * 16;
+    const Index col1 = p + 1 == team ? RGH : (RGH * (p + 1) / team) / 16 * 16;
     const Index r0 = N * p / team, rows = N * (p + 1) / team - r0;
     const Direction<S> mine = dir.rows(r0, rows);
     std::vector<S> step_scratch(static_cast<size_t>(2 * rows * H));
-    auto mask_rows = [&](const S* hp, Index ld, Index t) {
+    // This thread's rows of the masked previous state for step k.
+    auto mask_rows = [&](Index k) {
+      const ForwardStep<S> next = seqs.step(mine, k, dir.time(k), r0);
       block(masked.data() + r0 * H, rows, H, H) =
-          cblock(hp + r0 * ld, rows, H, ld) * cblock(mine.mask_at(t), rows, H, DH);
+          cblock(next.hp, rows, H, next.ld_hp) * cblock(mine.mask_at(next.t), rows, H, DH);
     };
-    if (a.mask && T > 0) mask_rows(h0, h0_ld, dir.time(0));
+    if (a.mask && T > 0) mask_rows(0);
     barrier.wait();
     for (Index k = 0; k < T; ++k) {
       const Index t = dir.time(k);
-      const S* hp = k == 0 ? h0 : h_seq.at(dir.previous(t));
-      const Index ld_hp = k == 0 ? h0_ld : DH;
-      const S* hm = a.mask ? masked.data() : hp;
-      const Index ld_hm = a.mask ? H : ld_hp;
+      const ForwardStep<S> all = seqs.step(dir, k, t, 0);
+      const S* hm = a.mask ? masked.data() : all.hp;
+      const Index ld_hm = a.mask ? H : all.ld_hp;
       // Phase 1: this thread's gate columns of Q = hm·Rᵀ.
       if (col1 > col0) {
         if (dir.recurrentWeightT) {
@@ -407,23 +430,12 @@ void forward_team(const Cell& cell, const RNNShape& s, const ForwardArgs<S>& a,
       barrier.wait();
       // Phase 2: this thread's rows of the element-wise step (and of the next masked state).
       if (rows > 0) {
-        ForwardStep<S> step;
-        step.t = t;
-        step.xp = projected + (t * N + r0) * DGH;
-        step.ld_xp = DGH;
+        ForwardStep<S> step = seqs.step(mine, k, t, r0);
         step.q = recurrent.data() + r0 * GH;
-        step.hp = hp + r0 * ld_hp; step.ld_hp = ld_hp;
         step.hm = hm + r0 * ld_hm; step.ld_hm = ld_hm;
-        if (Cell::has_cell_state) {
-          step.cp = k == 0 ? c0 + r0 * c0_ld : c_seq.at(dir.previous(t)) + r0 * DH;
-          step.ld_cp = k == 0 ? c0_ld : DH;
-          step.c = c_seq.at(t) + r0 * DH; step.ld_c = DH;
-        }
-        step.h = h_seq.at(t) + r0 * DH; step.ld_h = DH;
-        step.gates = z_seq.at(t) + r0 * z_seq.ld; step.ld_gates = z_seq.ld;
         step.scratch = step_scratch.data();
         cell.forward_step(mine, step);
-        if (a.mask && k + 1 < T) mask_rows(h_seq.at(t), DH, dir.time(k + 1));
+        if (a.mask && k + 1 < T) mask_rows(k + 1);
       }
       barrier.wait();
     }
@@ -556,11 +568,14 @@ void recurrent_forward(const Cell& cell, const RNNShape& s, bool reverse, const 
     transpose_into(dirs.back().recurrentWeight, s.GH(), s.H, wt.data());
     dirs.back().recurrentWeightT = wt.data();
   }
+  std::vector<detail::ForwardSequences<S>> seqs;
+  for (int d = 0; d < s.D(); ++d) seqs.push_back(detail::forward_sequences<Cell>(s, a, d, projected.data()));
   const auto split = detail::split_work(s, cell.recurrent_gates(), sizeof(S));
-  if (split.team > 1) return detail::forward_team(cell, s, a, dirs[0], projected.data(), split.team);
+  if (split.team > 1) return detail::forward_team(cell, s, a, dirs[0], seqs[0], split.team);
   run_parts(static_cast<int>(split.parts.size()), split.parallel, [&](int i) {
     const auto& part = split.parts[static_cast<size_t>(i)];
-    detail::forward_rows(cell, s, a, dirs[static_cast<size_t>(part.d)], part, projected.data());
+    const auto d = static_cast<size_t>(part.d);
+    detail::forward_rows(cell, s, a, dirs[d], part, seqs[d]);
   });
 }
 
