@@ -42,4 +42,7 @@ def as_data_type(value, where: str) -> DataType:
 
 def dense(array, dtype=None) -> np.ndarray:
     """A C-contiguous, aligned array (copied only when needed); rank 0 stays rank 0."""
+    if (type(array) is np.ndarray and (dtype is None or array.dtype == dtype)
+            and array.flags.c_contiguous and array.flags.aligned):
+        return array  # the common case, without np.require's overhead
     return np.require(array, dtype=dtype, requirements=["C", "A"])
