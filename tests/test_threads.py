@@ -71,3 +71,27 @@ def test_set_num_threads_is_rnngraphs_own(threads):
     rg.set_num_threads(3)
     assert rg.get_num_threads() == 3
     assert rg.config.blas_info()["num_threads"] == 3
+
+
+def test_a_forked_child_runs_threaded_calls(threads):
+    """After a threaded call, a forked child (multiprocessing's default on Linux) gets a
+    worker pool of its own instead of the parent's, whose threads it does not have."""
+    import multiprocessing
+
+    rg.set_num_threads(2)
+    rng = np.random.default_rng(3)
+    x = harness.make_inputs("LSTM", rng, T=9, N=6, I=160, H=128)
+    desc = harness.descriptor("LSTM")
+    expected = harness.forward("LSTM", x, desc)["h"]  # N < 16: the threads share each step
+
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_forward_in_child, args=(queue, x))
+    child.start()
+    child.join(60)
+    assert child.exitcode == 0, "the forked child did not finish"
+    np.testing.assert_allclose(queue.get(timeout=5), expected, rtol=1e-12, atol=1e-14)
+
+
+def _forward_in_child(queue, x):
+    queue.put(harness.forward("LSTM", x, harness.descriptor("LSTM"))["h"])

@@ -1,6 +1,9 @@
 #include "rnngraph/threads.hpp"
 
+#include <condition_variable>
 #include <mutex>
+#include <unistd.h>
+#include <vector>
 #include <thread>
 #include <stdexcept>
 
@@ -76,6 +79,85 @@ void SpinBarrier::wait() {
 
 ParallelPartScope::ParallelPartScope() : saved_(parallel_part) { parallel_part = true; }
 ParallelPartScope::~ParallelPartScope() { parallel_part = saved_; }
+
+namespace {
+
+// Resident worker threads. They are detached and never destroyed (a process exits with them
+// asleep). A forked child inherits none of them, and its copies of the pool's mutex and
+// condition variables still count the parent's sleeping workers, so it starts a pool of its own.
+class WorkerPool {
+ public:
+  static WorkerPool& instance() {
+    static std::mutex creation;
+    static WorkerPool* pool = nullptr;
+    static pid_t pool_pid = 0;
+    std::lock_guard<std::mutex> lock(creation);
+    if (!pool || pool_pid != getpid()) {
+      pool = new WorkerPool;  // the parent's pool, if any, is left behind on purpose
+      pool_pid = getpid();
+    }
+    return *pool;
+  }
+
+  // Runs job(1) .. job(count - 1) on workers while the caller runs job(0); false if the pool
+  // is busy with another call.
+  bool run(int count, const std::function<void(int)>& job) {
+    std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
+    if (!busy.owns_lock()) return false;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      while (started_ < count - 1) {
+        std::thread(&WorkerPool::work, this, ++started_, generation_).detach();
+      }
+      job_ = &job;
+      count_ = count;
+      pending_ = count - 1;
+      ++generation_;
+    }
+    wake_.notify_all();
+    job(0);
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_.wait(lock, [&] { return pending_ == 0; });
+    job_ = nullptr;
+    return true;
+  }
+
+ private:
+  void work(int index, unsigned seen) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      wake_.wait(lock, [&] { return generation_ != seen; });
+      seen = generation_;
+      if (index >= count_) continue;
+      const std::function<void(int)>* job = job_;
+      lock.unlock();
+      (*job)(index);
+      lock.lock();
+      if (--pending_ == 0) done_.notify_one();
+    }
+  }
+
+  std::mutex busy_;   // one call at a time
+  std::mutex mutex_;  // the fields below
+  std::condition_variable wake_, done_;
+  const std::function<void(int)>* job_ = nullptr;
+  int count_ = 0, pending_ = 0, started_ = 0;
+  unsigned generation_ = 0;
+};
+
+}  // namespace
+
+void run_concurrently(int count, const std::function<void(int)>& job) {
+  if (count < 2) {
+    if (count == 1) job(0);
+    return;
+  }
+  if (WorkerPool::instance().run(count, job)) return;
+  std::vector<std::thread> threads;
+  for (int i = 1; i < count; ++i) threads.emplace_back(job, i);
+  job(0);
+  for (auto& t : threads) t.join();
+}
 
 #ifdef RNNGRAPH_HAS_MXCSR
 // MXCSR bits: FTZ (flush-to-zero, 0x8000) and DAZ (denormals-are-zero, 0x0040).

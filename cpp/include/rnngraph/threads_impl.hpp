@@ -2,7 +2,7 @@
 #pragma once
 
 #include <exception>
-#include <thread>
+#include <functional>
 #include <vector>
 
 namespace rnngraph {
@@ -18,6 +18,11 @@ class ParallelPartScope {
  private:
   bool saved_;
 };
+
+// Run job(0) here and job(1) .. job(count - 1) at the same time on other threads: rnngraph's
+// resident workers (started once, asleep between calls), or fresh threads if another call
+// holds them. Returns when every job has returned.
+void run_concurrently(int count, const std::function<void(int)>& job);
 
 template <class Body>
 void run_parts(int count, bool concurrent, Body&& body) {
@@ -35,10 +40,7 @@ void run_parts(int count, bool concurrent, Body&& body) {
       errors[static_cast<size_t>(i)] = std::current_exception();
     }
   };
-  std::vector<std::thread> workers;
-  for (int i = 1; i < count; ++i) workers.emplace_back(guarded, i);
-  guarded(0);
-  for (auto& w : workers) w.join();
+  run_concurrently(count, guarded);
   for (auto& e : errors) {
     if (e) std::rethrow_exception(e);
   }
