@@ -29,12 +29,11 @@ int requested_threads = -1;  // rnngraph's threads; OpenBLAS's own pool is kept 
 thread_local bool parallel_part = false;
 
 int requested_locked() {
-  if (requested_threads < 0) {
-    // OpenBLAS starts with one thread per core: take that as rnngraph's default, then keep
-    // the BLAS itself single-threaded (this OpenBLAS copy is private to rnngraph).
-    requested_threads = RNNGRAPH_OPENBLAS(get_num_threads)();
-    RNNGRAPH_OPENBLAS(set_num_threads)(1);
-  }
+  // OpenBLAS starts with one thread per core: that is rnngraph's default. The BLAS itself is
+  // kept single-threaded (this OpenBLAS copy is private to rnngraph); checked on every call,
+  // since OpenBLAS resets its count in a forked child.
+  if (requested_threads < 0) requested_threads = RNNGRAPH_OPENBLAS(get_num_threads)();
+  if (RNNGRAPH_OPENBLAS(get_num_threads)() != 1) RNNGRAPH_OPENBLAS(set_num_threads)(1);
   return requested_threads;
 }
 }  // namespace
