@@ -52,23 +52,17 @@ def make_inputs(rng, *, bidirectional=False, T=3, N=2, I=3, H=2, inputWeight=Tru
     initState/initCell ``[N,DH]`` or ``[1,N,DH]``; peephole ``[D4H]`` or ``[2,4H]`` (bi);
     mask any of ``[T,N,DH]``, ``[T,N,1]``, ``[T,1,DH]``, ``[N,DH]``, ``[T,1,1]`` (binary,
     holding both 0 and 1) or ``fractional[T,N,DH]`` (values in (0, 1))."""
-    D, G = (2 if bidirectional else 1), 4
-
-    def normal(*shape):
-        return (scale * rng.standard_normal(shape)).astype(dtype)
-
+    D = 2 if bidirectional else 1
     sizes = {"T": T, "N": N, "DH": D * H, "1": 1}
-    x = {"source": normal(T, N, I if inputWeight else D * G * H)}
-    x["recurrentWeight"] = normal(2, G * H, H) if bidirectional else normal(G * H, H)
-    if inputWeight:
-        x["inputWeight"] = normal(D * G * H, I)
-    if bias:
-        x["bias"] = normal(D * G * H)
+    x = harness.make_inputs("LSTM", rng, T=T, N=N, I=I, H=H, bidirectional=bidirectional,
+                            inputWeight=inputWeight, bias=bias, initState=initState is not None,
+                            initCell=initCell is not None, peephole=peephole is not None,
+                            dtype=dtype, scale=scale)
     for label, layout in (("initState", initState), ("initCell", initCell)):
         if layout is not None:
-            x[label] = normal(*[sizes[s] for s in layout.strip("[]").split(",")])
-    if peephole is not None:
-        x["peephole"] = normal(2, 4 * H) if peephole == "[2,4H]" else normal(D * 4 * H)
+            x[label] = x[label].reshape([sizes[s] for s in layout.strip("[]").split(",")])
+    if peephole == "[2,4H]":
+        x["peephole"] = x["peephole"].reshape(2, 4 * H)
     if mask is not None:
         fractional = mask.startswith("fractional")
         shape = [sizes[s] for s in mask.removeprefix("fractional").strip("[]").split(",")]
