@@ -22,122 +22,20 @@
 #include "rnngraph/arrays.hpp"
 #include "rnngraph/gemm.hpp"
 #include "rnngraph/problem.hpp"
+#include "rnngraph/step_views.hpp"
 #include "rnngraph/threads.hpp"
+#include "rnngraph/work_split.hpp"
 #include "rnngraph/workspace.hpp"
 
 namespace rnngraph {
 
-// One direction of one call, or a chunk of its batch rows: where its weights and its slices
-// of the shared tensors are.
-template <class S>
-struct Direction {
-  int d = 0;              // 0: forward block, 1: reverse block of a bidirectional op
-  bool reversed = false;  // processes t = T-1 ... 0 (SPEC.md section 4)
-  Index T = 0, N = 0, H = 0, G = 0;  // N: the batch rows this direction (chunk) handles
-  Index state_ld = 0;      // D·H: row stride of the shared [T, N, D·H] tensors and of initState
-  Index batch_stride = 0;  // rows per timestep in the shared tensors (the op's whole N)
-  const S* recurrentWeight = nullptr;   // [G·H, H]
-  const S* recurrentWeightT = nullptr;  // Rᵀ [H, G·H] when packed for this call, else nullptr
-  const S* peephole = nullptr;          // [4H] (LSTM)
-  const S* secondaryBias = nullptr;     // [H] (GRU)
-  const S* mask = nullptr;              // [T, N, D·H] at this direction's block, or nullptr
-
-  Index time(Index k) const { return reversed ? T - 1 - k : k; }  // k-th processed step
-  Index previous(Index t) const { return reversed ? t + 1 : t - 1; }
-  bool is_first(Index t) const { return t == time(0); }
-  Index GH() const { return G * H; }
-  // C = A·R_gᵀ for the gate rows [g0, g0 + gates) of R, A [rows, H] (lda), C [rows, gates·H]:
-  // through the packed Rᵀ when there is one (a plain product that streams its rows), else
-  // as dot products against R itself.
-  void times_weight_t(Index rows, Index g0, Index gates, const S* A, Index lda, S* C, Index ldc) const {
-    if (recurrentWeightT) {
-      gemm(Trans::no, Trans::no, rows, gates * H, H, S(1), A, lda, recurrentWeightT + g0 * H, GH(),
-           S(0), C, ldc);
-    } else {
-      gemm(Trans::no, Trans::yes, rows, gates * H, H, S(1), A, lda, recurrentWeight + g0 * H * H, H,
-           S(0), C, ldc);
-    }
-  }
-  const S* mask_at(Index t) const { return mask + t * batch_stride * state_ld; }
-  // The same direction restricted to batch rows [row0, row0 + count).
-  Direction rows(Index row0, Index count) const {
-    Direction out = *this;
-    out.N = count;
-    if (mask) out.mask = mask + row0 * state_ld;
-    return out;
-  }
-};
-
-// One forward step: every block is [N, ·] with its own leading dimension.
-template <class S>
-struct ForwardStep {
-  Index t = 0;
-  const S* xp = nullptr;  Index ld_xp = 0;  // x'_t = x_t·Wᵀ + b, [N, G·H]
-  S* q = nullptr;         // hm·R_gᵀ for the recurrent gates, [N, G·H], ld G·H (cell may reuse)
-  const S* hp = nullptr;  Index ld_hp = 0;  // previous state
-  const S* hm = nullptr;  Index ld_hm = 0;  // previous state times mask
-  const S* cp = nullptr;  Index ld_cp = 0;  // previous cell (LSTM)
-  S* h = nullptr;         Index ld_h = 0;   // new state
-  S* c = nullptr;         Index ld_c = 0;   // new cell (LSTM)
-  S* gates = nullptr;     Index ld_gates = 0;  // this step's zState row
-  S* scratch = nullptr;   // [N, 2H] contiguous
-};
-
-// One backward step. The cell must write dxp, dq (when separate), dhm and dhp in full.
-template <class S>
-struct BackwardStep {
-  Index t = 0;
-  S* dh = nullptr;   // dL/dh_t, [N, H] contiguous (may be clobbered)
-  S* dxp = nullptr;  // out: dL/dx'_t, [N, G·H] with leading dimension ld_dxp
-  S* dq = nullptr;   // out: dL/dQ_t where Q = (recurrent input)·Rᵀ (== dxp if not separate)
-  Index ld_dxp = 0;
-  S* dhm = nullptr;  // out: dL/dhm_t beyond dq·R over the recurrent gates, [N, H]
-  S* dhp = nullptr;  // out: dL/dhp_t through paths that bypass the mask, [N, H]
-  S* scratch = nullptr;  // [N, 2H]
-};
-
-// The sequences a backward step reads, as views of one direction's buffers. rows(r0) gives
-// the same views for a chunk of batch rows starting at r0.
-template <class S>
-struct BackwardViews {
-  Seq<const S> gates;   // zState of this direction
-  Seq<const S> hp;      // previous state for each t
-  Seq<const S> hm;      // previous state times mask
-  Seq<const S> states;  // h_t
-  Seq<const S> act_c;   // LSTM: act(c_t)
-  Seq<const S> cp;      // LSTM: c_{t-1}
-  Seq<const S> q_o;     // GRU resetAfter: hm·R_oᵀ + b2
-  S* carry = nullptr;   // LSTM: dL/dc carried to the previous step, [N, H] contiguous
-  Index H = 0;
-
-  BackwardViews rows(Index row0) const {
-    BackwardViews out = *this;
-    for (Seq<const S>* v : {&out.gates, &out.hp, &out.hm, &out.states, &out.act_c, &out.cp, &out.q_o}) {
-      if (v->base) v->base += row0 * v->ld;
-    }
-    if (carry) out.carry = carry + row0 * H;
-    return out;
-  }
-};
-
-// One direction's backward state: buffers built before the time loop (all batch rows), the
-// views the steps read, and this direction's slices of the shared tensors.
-template <class S>
-struct CellBackwardState {
-  BackwardViews<S> views;
-  Buffer<S> buffer_a, buffer_b, buffer_c;  // cell-owned sequences, [T, N, H]
-  std::vector<S> carry;                    // cell-owned, [N, H]
-  Seq<const S> cell_fwd;    // LSTM cellOutputFwd slice
-  Seq<const S> output_fwd;  // GRU outputFwd slice
-  const S* init_cell = nullptr;       // ld D·H
-  const S* cell_gradient = nullptr;   // ld D·H
-  S* init_cell_grad = nullptr;        // ld D·H
-  S* dxp_all = nullptr;  // [T·N, G·H] block of this direction, leading dimension ld_dxp
-  S* dq_all = nullptr;
-  Index ld_dxp = 0;
-};
-
 namespace detail {
+
+// Rᵀ is packed once per call when T·N reaches kPackWeightsRows and the batch reaches
+// kPackWeightsBatch or the hidden size is at most kPackWeightsHidden.
+constexpr Index kPackWeightsRows = 32;           // T·N from which Rᵀ is packed per call
+constexpr Index kPackWeightsBatch = 16;          // and the batch from which it is,
+constexpr Index kPackWeightsHidden = 128;        // or the hidden size up to which it always is
 
 template <class S>
 Direction<S> make_direction(const RNNShape& s, bool reverse, int d, const S* recurrentWeight,
@@ -196,60 +94,6 @@ void column_sums_of_products(const S* a, Index lda, const S* b, Index ldb, Index
   Eigen::Map<Eigen::Array<S, 1, Eigen::Dynamic>> o(out, cols);
   o.setZero();
   for (Index r = 0; r < rows; ++r) o += cblock(a + r * lda, 1, cols, lda) * cblock(b + r * ldb, 1, cols, ldb);
-}
-
-// How a call spends its threads. The batch rows of a recurrence never interact, so each
-// direction's rows can be cut into chunks that run the whole time loop on their own thread,
-// with no synchronisation per step; the two directions of a bidirectional op are independent
-// too. A small problem stays on one thread (a second core must not slow it down), and a
-// batch too small to cut leaves the threads to the BLAS inside each step.
-struct Part {
-  int d;
-  Index row0, rows;
-};
-
-constexpr Index kParallelWork = Index(1) << 21;  // multiply-adds of the whole recurrence
-constexpr Index kPackWeightsRows = 32;           // T·N from which Rᵀ is packed per call
-constexpr Index kPackWeightsBatch = 16;          // and the batch from which it is,
-constexpr Index kPackWeightsHidden = 128;        // or the hidden size up to which it always is
-constexpr Index kMinChunkRows = 8;
-
-struct WorkSplit {
-  std::vector<Part> parts;
-  bool parallel = false;  // run the parts on their own threads
-  int team = 1;           // > 1: one direction shared by this many threads, step by step
-};
-
-// Weights larger than this (bytes per direction) do not stay in a core's cache next to a
-// second copy: then, unless the batch is large enough to make each pass over R pay off,
-// the threads share one direction, each streaming only its slice of R.
-constexpr Index kCachedWeightBytes = Index(1) << 20;
-
-inline WorkSplit split_work(const RNNShape& s, int recurrent_gates, Index scalar_bytes) {
-  const int threads = get_num_threads();
-  const Index work = s.D() * s.T * s.N * recurrent_gates * s.H * s.H;
-  WorkSplit split;
-  split.parallel = threads >= 2 && work >= kParallelWork;
-  const bool big_weights = recurrent_gates * s.H * s.H * scalar_bytes > kCachedWeightBytes;
-  if (split.parallel && s.D() == 1 && (s.N < 2 * kMinChunkRows || (big_weights && s.N <= 4 * kMinChunkRows))) {
-    split.team = static_cast<int>(std::min<Index>(threads, std::max<Index>(1, s.H / 16)));
-    split.parallel = false;
-    split.parts.push_back({0, 0, s.N});
-    return split;
-  }
-  Index chunks = 1;
-  if (split.parallel) {
-    const Index per_direction = std::max<Index>(1, threads / s.D());
-    chunks = std::max<Index>(1, std::min(per_direction, s.N / kMinChunkRows));
-  }
-  for (int d = 0; d < s.D(); ++d) {
-    for (Index c = 0; c < chunks; ++c) {
-      const Index row0 = s.N * c / chunks, row1 = s.N * (c + 1) / chunks;
-      split.parts.push_back({d, row0, row1 - row0});
-    }
-  }
-  split.parallel = split.parallel && split.parts.size() > 1;
-  return split;
 }
 
 // Where one direction's forward steps read and write, for all of its batch rows.

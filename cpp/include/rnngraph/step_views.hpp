@@ -1,0 +1,123 @@
+// What the recurrence driver hands a cell: one direction (or a chunk of its batch rows), one
+// forward or backward step, and the sequences a backward step reads.
+#pragma once
+
+#include <vector>
+
+#include "rnngraph/arrays.hpp"
+#include "rnngraph/gemm.hpp"
+#include "rnngraph/workspace.hpp"
+
+namespace rnngraph {
+
+// One direction of one call, or a chunk of its batch rows: where its weights and its slices
+// of the shared tensors are.
+template <class S>
+struct Direction {
+  int d = 0;              // 0: forward block, 1: reverse block of a bidirectional op
+  bool reversed = false;  // processes t = T-1 ... 0 (SPEC.md section 4)
+  Index T = 0, N = 0, H = 0, G = 0;  // N: the batch rows this direction (chunk) handles
+  Index state_ld = 0;      // D·H: row stride of the shared [T, N, D·H] tensors and of initState
+  Index batch_stride = 0;  // rows per timestep in the shared tensors (the op's whole N)
+  const S* recurrentWeight = nullptr;   // [G·H, H]
+  const S* recurrentWeightT = nullptr;  // Rᵀ [H, G·H] when packed for this call, else nullptr
+  const S* peephole = nullptr;          // [4H] (LSTM)
+  const S* secondaryBias = nullptr;     // [H] (GRU)
+  const S* mask = nullptr;              // [T, N, D·H] at this direction's block, or nullptr
+
+  Index time(Index k) const { return reversed ? T - 1 - k : k; }  // k-th processed step
+  Index previous(Index t) const { return reversed ? t + 1 : t - 1; }
+  bool is_first(Index t) const { return t == time(0); }
+  Index GH() const { return G * H; }
+  // C = A·R_gᵀ for the gate rows [g0, g0 + gates) of R, A [rows, H] (lda), C [rows, gates·H]:
+  // through the packed Rᵀ when there is one (a plain product that streams its rows), else
+  // as dot products against R itself.
+  void times_weight_t(Index rows, Index g0, Index gates, const S* A, Index lda, S* C, Index ldc) const {
+    if (recurrentWeightT) {
+      gemm(Trans::no, Trans::no, rows, gates * H, H, S(1), A, lda, recurrentWeightT + g0 * H, GH(),
+           S(0), C, ldc);
+    } else {
+      gemm(Trans::no, Trans::yes, rows, gates * H, H, S(1), A, lda, recurrentWeight + g0 * H * H, H,
+           S(0), C, ldc);
+    }
+  }
+  const S* mask_at(Index t) const { return mask + t * batch_stride * state_ld; }
+  // The same direction restricted to batch rows [row0, row0 + count).
+  Direction rows(Index row0, Index count) const {
+    Direction out = *this;
+    out.N = count;
+    if (mask) out.mask = mask + row0 * state_ld;
+    return out;
+  }
+};
+
+// One forward step: every block is [N, ·] with its own leading dimension.
+template <class S>
+struct ForwardStep {
+  Index t = 0;
+  const S* xp = nullptr;  Index ld_xp = 0;  // x'_t = x_t·Wᵀ + b, [N, G·H]
+  S* q = nullptr;         // hm·R_gᵀ for the recurrent gates, [N, G·H], ld G·H (cell may reuse)
+  const S* hp = nullptr;  Index ld_hp = 0;  // previous state
+  const S* hm = nullptr;  Index ld_hm = 0;  // previous state times mask
+  const S* cp = nullptr;  Index ld_cp = 0;  // previous cell (LSTM)
+  S* h = nullptr;         Index ld_h = 0;   // new state
+  S* c = nullptr;         Index ld_c = 0;   // new cell (LSTM)
+  S* gates = nullptr;     Index ld_gates = 0;  // this step's zState row
+  S* scratch = nullptr;   // [N, 2H] contiguous
+};
+
+// One backward step. The cell must write dxp, dq (when separate), dhm and dhp in full.
+template <class S>
+struct BackwardStep {
+  Index t = 0;
+  S* dh = nullptr;   // dL/dh_t, [N, H] contiguous (may be clobbered)
+  S* dxp = nullptr;  // out: dL/dx'_t, [N, G·H] with leading dimension ld_dxp
+  S* dq = nullptr;   // out: dL/dQ_t where Q = (recurrent input)·Rᵀ (== dxp if not separate)
+  Index ld_dxp = 0;
+  S* dhm = nullptr;  // out: dL/dhm_t beyond dq·R over the recurrent gates, [N, H]
+  S* dhp = nullptr;  // out: dL/dhp_t through paths that bypass the mask, [N, H]
+  S* scratch = nullptr;  // [N, 2H]
+};
+
+// The sequences a backward step reads, as views of one direction's buffers. rows(r0) gives
+// the same views for a chunk of batch rows starting at r0.
+template <class S>
+struct BackwardViews {
+  Seq<const S> gates;   // zState of this direction
+  Seq<const S> hp;      // previous state for each t
+  Seq<const S> hm;      // previous state times mask
+  Seq<const S> states;  // h_t
+  Seq<const S> act_c;   // LSTM: act(c_t)
+  Seq<const S> cp;      // LSTM: c_{t-1}
+  Seq<const S> q_o;     // GRU resetAfter: hm·R_oᵀ + b2
+  S* carry = nullptr;   // LSTM: dL/dc carried to the previous step, [N, H] contiguous
+  Index H = 0;
+
+  BackwardViews rows(Index row0) const {
+    BackwardViews out = *this;
+    for (Seq<const S>* v : {&out.gates, &out.hp, &out.hm, &out.states, &out.act_c, &out.cp, &out.q_o}) {
+      if (v->base) v->base += row0 * v->ld;
+    }
+    if (carry) out.carry = carry + row0 * H;
+    return out;
+  }
+};
+
+// One direction's backward state: buffers built before the time loop (all batch rows), the
+// views the steps read, and this direction's slices of the shared tensors.
+template <class S>
+struct CellBackwardState {
+  BackwardViews<S> views;
+  Buffer<S> buffer_a, buffer_b, buffer_c;  // cell-owned sequences, [T, N, H]
+  std::vector<S> carry;                    // cell-owned, [N, H]
+  Seq<const S> cell_fwd;    // LSTM cellOutputFwd slice
+  Seq<const S> output_fwd;  // GRU outputFwd slice
+  const S* init_cell = nullptr;       // ld D·H
+  const S* cell_gradient = nullptr;   // ld D·H
+  S* init_cell_grad = nullptr;        // ld D·H
+  S* dxp_all = nullptr;  // [T·N, G·H] block of this direction, leading dimension ld_dxp
+  S* dq_all = nullptr;
+  Index ld_dxp = 0;
+};
+
+}  // namespace rnngraph
