@@ -497,3 +497,16 @@ def test_graph_gradients_match_gradient_op_with_ones(bidirectional, training):
     for label in wrt:
         np.testing.assert_allclose(out[grads[ph[label]]], expected[label], rtol=1e-12,
                                    atol=1e-13, err_msg=label)
+
+
+def test_target_tensors_must_be_a_list():
+    g = rg.Graph()
+    x = g.placeholder(shape=(2, 1, 3), dataType=rg.float32, name="x")
+    R = g.constant(np.eye(3, dtype=np.float32))
+    W = g.constant(np.ones((3, 3), dtype=np.float32))
+    (h,) = g.singleGateRNN(x, recurrentWeight=R, inputWeight=W)
+    feeds = {x: np.ones((2, 1, 3), np.float32)}
+    for bad in (None, h):
+        with pytest.raises(TypeError, match="targetTensors"):
+            g.run(feeds=feeds, targetTensors=bad)
+    assert g.run(feeds=feeds, targetTensors=(h,))[h].shape == (2, 1, 3)

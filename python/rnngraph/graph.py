@@ -128,8 +128,8 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps):
         feeds = {} if feeds is None else feeds
         if not isinstance(feeds, dict):
             raise TypeError("run: feeds: expected a dict {placeholder Tensor: array}")
-        if targetTensors is None:
-            raise ValueError("run: targetTensors: expected a list of Tensors")
+        if targetTensors is None or isinstance(targetTensors, Tensor):
+            raise TypeError("run: targetTensors: expected a list of Tensors")
         targets = [self._own(t, "run: targetTensors") for t in targetTensors]
         values: dict[Tensor, np.ndarray] = {}
         for tensor, value in feeds.items():
