@@ -19,7 +19,6 @@ struct GRUCell {
   explicit GRUCell(const GRUOptions& options) : o(options) {
     if (o.resetGateFirst) { gz = 1; gr = 0; }
   }
-  int gates() const { return 3; }
   // resetAfter: one GEMM over all three gates; otherwise the candidate's product needs r first.
   int recurrent_gates() const { return o.resetAfter ? 3 : 2; }
 

@@ -17,7 +17,6 @@ struct LSTMCell {
   explicit LSTMCell(const LSTMOptions& options) : o(options) {
     if (o.forgetGateLast) { gf = 2; gz = 1; }
   }
-  int gates() const { return 4; }
   int recurrent_gates() const { return 4; }
 
   static auto row(const S* p, Index H) { return Eigen::Map<const Eigen::Array<S, 1, Eigen::Dynamic>>(p, H); }

@@ -12,7 +12,6 @@ struct SingleGateCell {
   static constexpr bool separate_recurrent_gradient = false;
   Activation activation;
 
-  int gates() const { return 1; }
   int recurrent_gates() const { return 1; }
 
   void forward_step(const Direction<S>& dir, const ForwardStep<S>& st) const {

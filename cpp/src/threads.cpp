@@ -10,7 +10,7 @@
 #include <cblas.h>
 #if defined(__SSE__) || defined(__x86_64__)
 #include <xmmintrin.h>
-#define RNNGRAPH_HAS_MXCSR 1
+#define RNNGRAPH_X86 1
 #endif
 
 #ifdef RNNGRAPH_SCIPY_OPENBLAS
@@ -69,7 +69,7 @@ void SpinBarrier::wait() {
     return;
   }
   for (long spins = 0; generation_.load(std::memory_order_acquire) == generation; ++spins) {
-#ifdef RNNGRAPH_HAS_MXCSR
+#ifdef RNNGRAPH_X86
     _mm_pause();
 #endif
     if (spins > (1 << 16)) std::this_thread::yield();
@@ -158,7 +158,7 @@ void run_concurrently(int count, const std::function<void(int)>& job) {
   for (auto& t : threads) t.join();
 }
 
-#ifdef RNNGRAPH_HAS_MXCSR
+#ifdef RNNGRAPH_X86
 // MXCSR bits: FTZ (flush-to-zero, 0x8000) and DAZ (denormals-are-zero, 0x0040).
 FlushDenormals::FlushDenormals() : saved_(_mm_getcsr()) { _mm_setcsr(saved_ | 0x8040u); }
 FlushDenormals::~FlushDenormals() { _mm_setcsr(saved_); }

@@ -5,7 +5,6 @@
 //   static constexpr const char* name;                 // op name for errors
 //   static constexpr bool has_cell_state;              // LSTM: a cell sequence c
 //   static constexpr bool separate_recurrent_gradient; // dL/dQ differs from dL/dx'
-//   int gates() const;            // G
 //   int recurrent_gates() const;  // leading gates whose recurrent product hm·R_gᵀ the driver computes
 //   void forward_step(const Direction<S>&, const ForwardStep<S>&) const;
 //   Seq<const S> state_sequence(const Direction<S>&, CellBackwardState<S>&) const;   // h_t
@@ -94,6 +93,19 @@ void column_sums_of_products(const S* a, Index lda, const S* b, Index ldb, Index
   Eigen::Map<Eigen::Array<S, 1, Eigen::Dynamic>> o(out, cols);
   o.setZero();
   for (Index r = 0; r < rows; ++r) o += cblock(a + r * lda, 1, cols, lda) * cblock(b + r * ldb, 1, cols, ldb);
+}
+
+// The gradient carried to the previous step: dL/dhp = dL/dhm ⊙ m + (the paths that bypass
+// the mask), for a [rows, cols] block of dhm, dhp and carry (leading dimension ld).
+template <class S>
+void carry_to_previous(Index rows, Index cols, Index ld, const S* dhm, const S* dhp,
+                       const S* mask, Index mask_ld, S* carry) {
+  auto out = block(carry, rows, cols, ld);
+  if (mask) {
+    out = cblock(dhm, rows, cols, ld) * cblock(mask, rows, cols, mask_ld) + cblock(dhp, rows, cols, ld);
+  } else {
+    out = cblock(dhm, rows, cols, ld) + cblock(dhp, rows, cols, ld);
+  }
 }
 
 // Where one direction's forward steps read and write, for all of its batch rows.
@@ -207,12 +219,8 @@ void backward_rows(const Cell& cell, const RNNShape& s, const GradientArgs<S>& a
     const Index t = dir.time(k);
     block(dh.data(), N, H, H) =
         cblock(a.sourceGradient + (t * stride + r0) * DH + d * H, N, H, DH) + carry;
-    BackwardStep<S> step;
-    step.t = t;
+    BackwardStep<S> step = state.step(t, r0);
     step.dh = dh.data();
-    step.dxp = state.dxp_all + (t * stride + r0) * state.ld_dxp;
-    step.dq = state.dq_all + (t * stride + r0) * state.ld_dxp;
-    step.ld_dxp = state.ld_dxp;
     step.dhm = dhm.data();
     step.dhp = dhp.data();
     step.scratch = step_scratch.data();
@@ -220,12 +228,8 @@ void backward_rows(const Cell& cell, const RNNShape& s, const GradientArgs<S>& a
     // dL/dhm += dQ_t·R over the recurrent gates: one GEMM per step, [N, G·H] x [G·H, H].
     gemm(Trans::no, Trans::no, N, H, RGH, S(1), step.dq, state.ld_dxp, dir.recurrentWeight, H,
          S(1), dhm.data(), H);
-    if (a.mask) {
-      carry = cblock(dhm.data(), N, H, H) * cblock(dir.mask_at(t), N, H, DH) +
-              cblock(dhp.data(), N, H, H);
-    } else {
-      carry = cblock(dhm.data(), N, H, H) + cblock(dhp.data(), N, H, H);
-    }
+    carry_to_previous(N, H, H, dhm.data(), dhp.data(), a.mask ? dir.mask_at(t) : nullptr, DH,
+                      dh_next.data());
   }
   if (a.initStateGrad) block(a.initStateGrad + r0 * DH + d * H, N, H, DH) = carry;
 }
@@ -311,12 +315,8 @@ void backward_team(const Cell& cell, const RNNShape& s, const GradientArgs<S>& a
       if (rows > 0) {
         block(dh.data(), rows, H, H) = cblock(a.sourceGradient + (t * N + r0) * DH, rows, H, DH) +
                                        cblock(carry.data() + r0 * H, rows, H, H);
-        BackwardStep<S> step;
-        step.t = t;
+        BackwardStep<S> step = state.step(t, r0);
         step.dh = dh.data();
-        step.dxp = state.dxp_all + (t * N + r0) * ld;
-        step.dq = state.dq_all + (t * N + r0) * ld;
-        step.ld_dxp = ld;
         step.dhm = dhm.data() + r0 * H;
         step.dhp = dhp.data() + r0 * H;
         step.scratch = step_scratch.data();
@@ -327,14 +327,8 @@ void backward_team(const Cell& cell, const RNNShape& s, const GradientArgs<S>& a
       if (col1 > col0) {
         gemm(Trans::no, Trans::no, N, col1 - col0, RGH, S(1), state.dq_all + t * N * ld, ld,
              dir.recurrentWeight + col0, H, S(1), dhm.data() + col0, H);
-        auto next = block(carry.data() + col0, N, col1 - col0, H);
-        if (a.mask) {
-          next = cblock(dhm.data() + col0, N, col1 - col0, H) *
-                     cblock(dir.mask_at(t) + col0, N, col1 - col0, DH) +
-                 cblock(dhp.data() + col0, N, col1 - col0, H);
-        } else {
-          next = cblock(dhm.data() + col0, N, col1 - col0, H) + cblock(dhp.data() + col0, N, col1 - col0, H);
-        }
+        carry_to_previous(N, col1 - col0, H, dhm.data() + col0, dhp.data() + col0,
+                          a.mask ? dir.mask_at(t) + col0 : nullptr, DH, carry.data() + col0);
       }
       barrier.wait();
     }
@@ -373,6 +367,7 @@ void prepare_direction(const Cell& cell, const RNNShape& s, const GradientArgs<S
   state.dxp_all = dxp_all + d * GH;
   state.dq_all = dq_all + d * GH;
   state.ld_dxp = DGH;
+  state.batch_stride = N;
   cell.prepare_backward(dir, state);
 }
 

@@ -118,6 +118,18 @@ struct CellBackwardState {
   S* dxp_all = nullptr;  // [T·N, G·H] block of this direction, leading dimension ld_dxp
   S* dq_all = nullptr;
   Index ld_dxp = 0;
+  Index batch_stride = 0;  // rows per timestep (the op's whole N)
+
+  // Step t for the batch rows from row0 on: its dL/dx' and dL/dQ rows. dh, dhm, dhp and
+  // scratch are the caller's.
+  BackwardStep<S> step(Index t, Index row0) const {
+    BackwardStep<S> st;
+    st.t = t;
+    st.dxp = dxp_all + (t * batch_stride + row0) * ld_dxp;
+    st.dq = dq_all + (t * batch_stride + row0) * ld_dxp;
+    st.ld_dxp = ld_dxp;
+    return st;
+  }
 };
 
 }  // namespace rnngraph

@@ -10,10 +10,7 @@ GRU_CELL = CellSpec(
     gradient_name="GRUGradients",
     gates=3,
     descriptor_type=GRUDescriptor,
-    forward_optional=("inputWeight", "bias", "initState", "mask", "secondaryBias"),
     gradient_required=("outputFwd",),
-    gradient_optional=("stateGradient", "inputWeight", "bias", "initState", "mask",
-                       "secondaryBias"),
     returned=("source", "recurrentWeight", "inputWeight", "bias", "initState", "secondaryBias"),
 )
 

@@ -10,10 +10,7 @@ LSTM_CELL = CellSpec(
     gradient_name="LSTMGradients",
     gates=4,
     descriptor_type=LSTMDescriptor,
-    forward_optional=("inputWeight", "bias", "initState", "initCell", "mask", "peephole"),
     gradient_required=("cellOutputFwd",),
-    gradient_optional=("stateGradient", "cellGradient", "inputWeight", "bias", "initState",
-                       "initCell", "mask", "peephole"),
     returned=("source", "recurrentWeight", "inputWeight", "bias", "peephole", "initState",
               "initCell"),
 )

@@ -27,12 +27,10 @@ class CellSpec:
     gradient_name: str  # e.g. "LSTMGradients"
     gates: int  # G
     descriptor_type: type
-    forward_optional: tuple  # optional forward inputs, Swift order
     gradient_required: tuple  # saved forward tensors beyond source/recurrentWeight/sourceGradient/zState
-    gradient_optional: tuple  # optional gradient-op inputs, Swift order
     returned: tuple  # gradients returned, in order, one per given input
     # Descriptor properties that do not change the math of the gradient op.
-    forward_only_flags: tuple = ("training",)
+    forward_only_flags: tuple = ("training", "produceCell")
 
 
 def layouts(label: str, spec: CellSpec, bidirectional: bool, has_input_weight: bool):
@@ -115,7 +113,7 @@ def check_dtypes(op: str, tensors: dict) -> None:
                             f"got {tensor.dataType.value}")
 
 
-def collect_inputs(graph, op: str, spec: CellSpec, arguments: dict) -> dict:
+def collect_inputs(graph, op: str, arguments: dict, required: tuple) -> dict:
     """Turn the call's arguments into {label: Tensor or None}, Swift order, checked.
     NumPy arrays become constants (of the source's dataType for every other input)."""
     source = graph._as_tensor(arguments["source"], f"{op}: source", None)
@@ -125,6 +123,9 @@ def collect_inputs(graph, op: str, spec: CellSpec, arguments: dict) -> dict:
     for label, value in arguments.items():
         if label != "source":
             tensors[label] = graph._as_tensor(value, f"{op}: {label}", source.dataType)
+    for label in required:
+        if tensors[label] is None:
+            raise ValueError(f"{op}: {label} is required")
     return tensors
 
 
@@ -151,19 +152,12 @@ def fully_known(tensors: dict) -> bool:
     return all(None not in t.shape for t in tensors.values() if t is not None)
 
 
-def runtime_sizes(op: str, spec: CellSpec, arrays: dict, bidirectional: bool) -> dict:
-    """The build-time checks again, on the real arrays (dimensions unknown when building)."""
-    return infer_sizes(op, spec, arrays, bidirectional)
-
-
 def forward_op(graph, spec: CellSpec, arguments: dict, descriptor, name, outputs_for):
     """Record a forward op. ``outputs_for(descriptor)`` lists the returned outputs among
     'h', 'c', 'zState' (SPEC.md section 5)."""
     op = spec.name
     descriptor = check_descriptor(op, spec, descriptor)
-    tensors = collect_inputs(graph, op, spec, arguments)
-    if tensors["recurrentWeight"] is None:
-        raise ValueError(f"{op}: recurrentWeight is required")
+    tensors = collect_inputs(graph, op, arguments, ("recurrentWeight",))
     check_dtypes(op, tensors)
     bidirectional = descriptor.bidirectional
     sizes = infer_sizes(op, spec, tensors, bidirectional)
@@ -181,7 +175,7 @@ def forward_op(graph, spec: CellSpec, arguments: dict, descriptor, name, outputs
     def compute(arrays):
         # Shapes known when building were checked then, and feeds are checked against their
         # placeholders; only dimensions left open need the checks again now.
-        run_sizes = sizes if static else runtime_sizes(op, spec, arrays, bidirectional)
+        run_sizes = sizes if static else infer_sizes(op, spec, arrays, bidirectional)
         dense = normalise(arrays, run_sizes, bidirectional)
         h, c, z = _core.rnn_forward(spec.name, options, training=training, **dense)
         produced = {"h": h, "c": c, "zState": z}
@@ -200,7 +194,7 @@ def check_matching_forward(op: str, spec: CellSpec, descriptor, zState: Tensor) 
     theirs = producer.attrs["descriptor"].as_dict()
     ours = descriptor.as_dict()
     for key in ours:
-        if key in ("training", "produceCell"):
+        if key in spec.forward_only_flags:
             continue
         if ours[key] != theirs[key]:
             raise ValueError(f"{op}: descriptor: {key}={ours[key]!r} differs from the {spec.name} op "
@@ -212,10 +206,8 @@ def gradient_op(graph, spec: CellSpec, arguments: dict, descriptor, name):
     in ``spec.returned`` order, each shaped like its input (SPEC.md section 6)."""
     op = spec.gradient_name
     descriptor = check_descriptor(op, spec, descriptor)
-    tensors = collect_inputs(graph, op, spec, arguments)
-    for label in ("recurrentWeight", "sourceGradient", "zState", *spec.gradient_required):
-        if tensors[label] is None:
-            raise ValueError(f"{op}: {label} is required")
+    tensors = collect_inputs(graph, op, arguments,
+                             ("recurrentWeight", "sourceGradient", "zState", *spec.gradient_required))
     check_dtypes(op, tensors)
     check_matching_forward(op, spec, descriptor, tensors["zState"])
     bidirectional = descriptor.bidirectional
@@ -225,7 +217,7 @@ def gradient_op(graph, spec: CellSpec, arguments: dict, descriptor, name):
     static = fully_known(tensors)
 
     def compute(arrays):
-        run_sizes = sizes if static else runtime_sizes(op, spec, arrays, bidirectional)
+        run_sizes = sizes if static else infer_sizes(op, spec, arrays, bidirectional)
         dense = normalise(arrays, run_sizes, bidirectional)
         grads = _core.rnn_gradients(spec.name, options, **dense)
         return [grads[label].reshape(arrays[label].shape) for label in returned]

@@ -10,9 +10,7 @@ SINGLE_GATE = CellSpec(
     gradient_name="singleGateRNNGradients",
     gates=1,
     descriptor_type=SingleGateRNNDescriptor,
-    forward_optional=("inputWeight", "bias", "initState", "mask"),
     gradient_required=(),
-    gradient_optional=("stateGradient", "inputWeight", "bias", "initState", "mask"),
     returned=("source", "recurrentWeight", "inputWeight", "bias", "initState"),
 )
 
