@@ -138,7 +138,7 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps):
                 raise ValueError(f"run: feeds: {tensor.name!r} is not a placeholder")
             values[tensor] = _feed_array(tensor, value)
 
-        needed, last_use = self._plan(tuple(targets))
+        needed, freed_after = self._plan(tuple(targets))
         for position, op in enumerate(needed):
             if op.kind == "placeholder":
                 if op.outputs[0] not in values:
@@ -152,12 +152,12 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps):
             for tensor, result in zip(op.outputs, results):
                 values[tensor] = result
             # Free intermediates after their last use.
-            for tensor in [t for t, last in last_use.items() if last == position]:
+            for tensor in freed_after.get(position, ()):
                 values.pop(tensor, None)
         return {t: values[t] for t in targets}
 
     def _plan(self, targets: tuple):
-        """The ops a run of ``targets`` needs, in order, and each intermediate's last use;
+        """The ops a run of ``targets`` needs, in order, and the intermediates freed after each;
         cached until the graph grows."""
         key = (targets, len(self._ops))
         plan = self._plans.get(key)
@@ -178,13 +178,17 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps):
 
     @staticmethod
     def _last_uses(ops, targets) -> dict:
+        """{position: intermediates whose last reader is the op at that position}."""
         keep = set(targets)
         last = {}
         for position, op in enumerate(ops):
             for t in op.inputs.values():
                 if t is not None and t not in keep and t.op.kind not in ("placeholder", "constant"):
                     last[t] = position
-        return last
+        freed = {}
+        for tensor, position in last.items():
+            freed.setdefault(position, []).append(tensor)
+        return freed
 
     # -- differentiation ------------------------------------------------------------------
     def gradients(self, of: Tensor, with_) -> dict:
