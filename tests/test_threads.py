@@ -33,6 +33,10 @@ CASES = [
     ("LSTM", False, 16, 256, 3, False),
     ("GRU", False, 5, 128, 12, False),
     ("GRU", False, 5, 128, 12, True),
+    # hidden sizes that leave the packed weight panels partly padding
+    ("GRU", False, 20, 75, 5, False),
+    ("LSTM", False, 5, 75, 9, False),
+    ("singleGateRNN", True, 16, 37, 4, False),
 ]
 
 

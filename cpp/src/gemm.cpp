@@ -1,6 +1,7 @@
 #include "rnngraph/gemm.hpp"
 
 #include "rnngraph/threads.hpp"
+#include "simd.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -74,36 +75,14 @@ void small_gemm(Trans ta, Trans tb, Index m, Index n, Index k, S alpha, const S*
 // Kernels for the per-step products of the recurrence: few rows (the batch) against a large
 // weight matrix. A BLAS call repacks the whole weight matrix on every call, which costs more
 // than the arithmetic when the batch is small; these register-blocked kernels stream the
-// weights in place instead. Written with GCC vector extensions, so each instruction-set
-// build (baseline, AVX2, AVX-512) gets its own width. Every C element is summed in a fixed
-// order, so results never depend on buffer alignment.
-#if defined(__AVX512F__)
-constexpr int kVecBytes = 64;
-#elif defined(__AVX__)
-constexpr int kVecBytes = 32;
-#else
-constexpr int kVecBytes = 16;
-#endif
-constexpr bool kWide = kVecBytes == 64;  // 32 vector registers
-constexpr Index kRecurrentRows = 128;     // up to this many rows of A the plain form wins
-
-template <class S>
-struct Vec {
-  typedef S type __attribute__((vector_size(kVecBytes)));
-  static constexpr int lanes = kVecBytes / static_cast<int>(sizeof(S));
-};
-
-template <class V, class S>
-inline V load(const S* p) {
-  V v;
-  std::memcpy(&v, p, sizeof(V));
-  return v;
-}
-
-template <class S>
-inline S store_value(S beta, S old, S value) {
-  return beta == S(0) ? value : beta * old + value;
-}
+// weights in place instead (packed_gemm.cpp streams a copy packed once per call). Every C
+// element is summed in a fixed order, so results never depend on buffer alignment.
+using simd::kWide;
+using simd::load;
+using simd::store_value;
+using simd::Vec;
+using simd::with_rows;
+constexpr Index kRecurrentRows = 128;  // up to this many rows of A the plain form wins
 
 // C[MR, NV·lanes] = beta·C + A[MR, k]·B[k, NV·lanes]; B rows are ldb apart.
 template <class S, int MR, int NV>
@@ -152,15 +131,6 @@ void nt_block(Index k, const S* a, Index lda, const S* b, Index ldb, S beta, S* 
       for (Index q = p; q < k; ++q) sum += a[r * lda + q] * b[j * ldb + q];
       c[r * ldc + j] = store_value(beta, c[r * ldc + j], sum);
     }
-  }
-}
-
-// Dispatch a runtime row count 1..MR to the matching instantiation.
-template <int MR, class F>
-inline void with_rows(Index rows, F&& f) {
-  if constexpr (MR >= 1) {
-    if (rows == MR) return f(std::integral_constant<int, MR>{});
-    if constexpr (MR > 1) with_rows<MR - 1>(rows, f);
   }
 }
 

@@ -97,8 +97,7 @@ struct GRUCell {
     } else {
       dq(go) = dA(go);
       // g = dL/d(hm ⊙ r) = dA_o·R_o, then split between r and hm.
-      gemm(Trans::no, Trans::no, N, H, H, S(1), st.dxp + go * H, st.ld_dxp, candidate_weight(dir), H,
-           S(0), st.scratch, H);
+      dir.times_weight(N, 2, 1, st.dxp + go * H, st.ld_dxp, S(0), st.scratch, H);
       const auto g = cblock(st.scratch, N, H, H);
       dA(gr) = g * cblock(v.hm.at(t), N, H, v.hm.ld);
       block(st.dhm, N, H, H) = g * r;

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "rnngraph/activation.hpp"
@@ -30,11 +31,22 @@ namespace rnngraph {
 
 namespace detail {
 
-// Rᵀ is packed once per call when T·N reaches kPackWeightsRows and the batch reaches
-// kPackWeightsBatch or the hidden size is at most kPackWeightsHidden.
-constexpr Index kPackWeightsRows = 32;           // T·N from which Rᵀ is packed per call
-constexpr Index kPackWeightsBatch = 16;          // and the batch from which it is,
-constexpr Index kPackWeightsHidden = 128;        // or the hidden size up to which it always is
+// R is packed into panels once per call (packed_gemm.hpp) when T·N reaches kPackWeightsRows
+// and the batch reaches kPackWeightsBatch or the hidden size is at most kPackWeightsHidden.
+// A batch of a few rows streams R's own rows as dot products faster than a copy is made.
+constexpr Index kPackWeightsRows = 32;
+constexpr Index kPackWeightsBatch = 16;
+constexpr Index kPackWeightsHidden = 128;
+
+inline bool pack_weights(const RNNShape& s) {
+  return s.T * s.N >= kPackWeightsRows && (s.N >= kPackWeightsBatch || s.H <= kPackWeightsHidden);
+}
+
+// Thread p of `team` takes the units [p·units/team, (p+1)·units/team) of a split, in `step`s.
+inline std::pair<Index, Index> team_share(int p, int team, Index units, Index step) {
+  const Index blocks = (units + step - 1) / step;
+  return {std::min(units, blocks * p / team * step), std::min(units, blocks * (p + 1) / team * step)};
+}
 
 template <class S>
 Direction<S> make_direction(const RNNShape& s, bool reverse, int d, const S* recurrentWeight,
@@ -201,7 +213,6 @@ void backward_rows(const Cell& cell, const RNNShape& s, const GradientArgs<S>& a
                    const Direction<S>& whole, const Part& part, const CellBackwardState<S>& state) {
   const Index T = s.T, H = s.H, DH = s.DH(), stride = s.N;
   const Index N = part.rows, r0 = part.row0, d = part.d;
-  const Index RGH = cell.recurrent_gates() * H;
   const Direction<S> dir = whole.rows(r0, N);
   const BackwardViews<S> views = state.views.rows(r0);
 
@@ -226,8 +237,7 @@ void backward_rows(const Cell& cell, const RNNShape& s, const GradientArgs<S>& a
     step.scratch = step_scratch.data();
     cell.backward_step(dir, step, views);
     // dL/dhm += dQ_t·R over the recurrent gates: one GEMM per step, [N, G·H] x [G·H, H].
-    gemm(Trans::no, Trans::no, N, H, RGH, S(1), step.dq, state.ld_dxp, dir.recurrentWeight, H,
-         S(1), dhm.data(), H);
+    dir.times_weight(N, 0, cell.recurrent_gates(), step.dq, state.ld_dxp, S(1), dhm.data(), H);
     carry_to_previous(N, H, H, dhm.data(), dhp.data(), a.mask ? dir.mask_at(t) : nullptr, DH,
                       dh_next.data());
   }
@@ -246,9 +256,13 @@ void forward_team(const Cell& cell, const RNNShape& s, const ForwardArgs<S>& a,
   std::vector<S> masked(static_cast<size_t>(a.mask ? N * H : 0));
   SpinBarrier barrier(team);
 
+  // Each thread's gate columns: whole panels of the packed Rᵀ, or runs of 16 columns of R.
+  const PackedPanels<S>* panels = dir.weight_t_panels;
+  const Index units = panels ? cell.recurrent_gates() * panels->per_group : RGH;
+  const Index unit_step = panels ? 1 : 16;
+
   run_parts(team, true, [&](int p) {
-    const Index col0 = (RGH * p / team) / 16 * 16;
-    const Index col1 = p + 1 == team ? RGH : (RGH * (p + 1) / team) / 16 * 16;
+    const auto [u0, u1] = team_share(p, team, units, unit_step);
     const Index r0 = N * p / team, rows = N * (p + 1) / team - r0;
     const Direction<S> mine = dir.rows(r0, rows);
     std::vector<S> step_scratch(static_cast<size_t>(2 * rows * H));
@@ -266,13 +280,13 @@ void forward_team(const Cell& cell, const RNNShape& s, const ForwardArgs<S>& a,
       const S* hm = a.mask ? masked.data() : all.hp;
       const Index ld_hm = a.mask ? H : all.ld_hp;
       // Phase 1: this thread's gate columns of Q = hm·Rᵀ.
-      if (col1 > col0) {
-        if (dir.recurrentWeightT) {
-          gemm(Trans::no, Trans::no, N, col1 - col0, H, S(1), hm, ld_hm, dir.recurrentWeightT + col0,
-               GH, S(0), recurrent.data() + col0, GH);
+      if (u1 > u0) {
+        if (panels) {
+          const Index col0 = panels->first_column(u0);
+          packed_gemm(N, 0, H, hm, ld_hm, *panels, u0, u1, S(0), recurrent.data() + col0, GH);
         } else {
-          gemm(Trans::no, Trans::yes, N, col1 - col0, H, S(1), hm, ld_hm,
-               dir.recurrentWeight + col0 * H, H, S(0), recurrent.data() + col0, GH);
+          gemm(Trans::no, Trans::yes, N, u1 - u0, H, S(1), hm, ld_hm, dir.recurrentWeight + u0 * H, H,
+               S(0), recurrent.data() + u0, GH);
         }
       }
       barrier.wait();
@@ -296,15 +310,18 @@ template <class Cell, class S>
 void backward_team(const Cell& cell, const RNNShape& s, const GradientArgs<S>& a,
                    const Direction<S>& dir, const CellBackwardState<S>& state, int team) {
   const Index T = s.T, N = s.N, H = s.H, DH = s.DH();
-  const Index RGH = cell.recurrent_gates() * H, ld = state.ld_dxp;
+  const Index ld = state.ld_dxp;
   std::vector<S> carry(static_cast<size_t>(N * H)), dhm(static_cast<size_t>(N * H));
   std::vector<S> dhp(static_cast<size_t>(N * H));
   // dL/d(final state) enters at the last processed step (SPEC.md section 6).
   if (a.stateGradient) block(carry.data(), N, H, H) = cblock(a.stateGradient, N, H, DH);
   SpinBarrier barrier(team);
 
+  // Each thread's columns of dL/dhm: whole panels of the packed R, or runs of 16 columns.
+  const Index unit_step = dir.weight_panels ? dir.weight_panels->width : 16;
+
   run_parts(team, true, [&](int p) {
-    const Index col0 = H * p / team, col1 = H * (p + 1) / team;
+    const auto [col0, col1] = team_share(p, team, H, unit_step);
     const Index r0 = N * p / team, rows = N * (p + 1) / team - r0;
     const Direction<S> mine = dir.rows(r0, rows);
     const BackwardViews<S> views = state.views.rows(r0);
@@ -325,8 +342,8 @@ void backward_team(const Cell& cell, const RNNShape& s, const GradientArgs<S>& a
       barrier.wait();
       // Phase 2: this thread's columns of dL/dhm += dQ_t·R, then of the carried gradient.
       if (col1 > col0) {
-        gemm(Trans::no, Trans::no, N, col1 - col0, RGH, S(1), state.dq_all + t * N * ld, ld,
-             dir.recurrentWeight + col0, H, S(1), dhm.data() + col0, H);
+        dir.times_weight(N, 0, cell.recurrent_gates(), state.dq_all + t * N * ld, ld, S(1), dhm.data(),
+                         H, col0, col1);
         carry_to_previous(N, col1 - col0, H, dhm.data() + col0, dhp.data() + col0,
                           a.mask ? dir.mask_at(t) + col0 : nullptr, DH, carry.data() + col0);
       }
@@ -392,20 +409,17 @@ void recurrent_forward(const Cell& cell, const RNNShape& s, bool reverse, const 
   }
   detail::add_bias_rows(projected.data(), TN, DGH, a.bias);
 
-  // Rᵀ [H, G·H] packed once per call when the steps will use it enough to repay the copy
-  // (a batch of a few rows streams R itself, as dot products, faster than a transposed copy).
-  const bool pack = TN >= detail::kPackWeightsRows &&
-                    (s.N >= detail::kPackWeightsBatch || s.H <= detail::kPackWeightsHidden);
-  std::vector<Buffer<S>> weights_t(static_cast<size_t>(s.D()));
+  // Rᵀ [H, G·H] packed once per call, per direction, for the steps' products.
+  const bool pack = detail::pack_weights(s);
+  std::vector<PackedPanels<S>> weights_t(static_cast<size_t>(pack ? s.D() : 0));
   std::vector<Direction<S>> dirs;
   for (int d = 0; d < s.D(); ++d) {
     dirs.push_back(detail::make_direction(s, reverse, d, a.recurrentWeight, a.peephole,
                                           a.secondaryBias, a.mask));
     if (!pack) continue;
     auto& wt = weights_t[static_cast<size_t>(d)];
-    wt.resize(static_cast<size_t>(s.H * s.GH()));
-    transpose_into(dirs.back().recurrentWeight, s.GH(), s.H, wt.data());
-    dirs.back().recurrentWeightT = wt.data();
+    pack_panels(dirs.back().recurrentWeight, 1, s.H, s.H, s.gates, s.H, wt);
+    dirs.back().weight_t_panels = &wt;
   }
   std::vector<detail::ForwardSequences<S>> seqs;
   for (int d = 0; d < s.D(); ++d) seqs.push_back(detail::forward_sequences<Cell>(s, a, d, projected.data()));
@@ -441,9 +455,16 @@ void recurrent_gradients(const Cell& cell, const RNNShape& s, bool reverse,
   std::vector<Direction<S>> dirs;
   std::vector<CellBackwardState<S>> states(D);
   std::vector<Buffer<S>> hp_all(D), hm_all(D);
+  // R [G·H, H] packed once per call, per direction, for the steps' products dQ·R.
+  const bool pack = detail::pack_weights(s);
+  std::vector<PackedPanels<S>> weights(pack ? D : 0);
   for (int d = 0; d < s.D(); ++d) {
     dirs.push_back(detail::make_direction(s, reverse, d, a.recurrentWeight, a.peephole,
                                           a.secondaryBias, a.mask));
+    if (pack) {
+      pack_panels(dirs.back().recurrentWeight, H, 1, GH, 1, H, weights[static_cast<size_t>(d)]);
+      dirs.back().weight_panels = &weights[static_cast<size_t>(d)];
+    }
     detail::prepare_direction(cell, s, a, dirs.back(), dxp_all, dq_all, states[d], hp_all[d], hm_all[d]);
   }
 

@@ -6,6 +6,7 @@
 
 #include "rnngraph/arrays.hpp"
 #include "rnngraph/gemm.hpp"
+#include "rnngraph/packed_gemm.hpp"
 #include "rnngraph/workspace.hpp"
 
 namespace rnngraph {
@@ -20,7 +21,8 @@ struct Direction {
   Index state_ld = 0;      // D·H: row stride of the shared [T, N, D·H] tensors and of initState
   Index batch_stride = 0;  // rows per timestep in the shared tensors (the op's whole N)
   const S* recurrentWeight = nullptr;   // [G·H, H]
-  const S* recurrentWeightT = nullptr;  // Rᵀ [H, G·H] when packed for this call, else nullptr
+  const PackedPanels<S>* weight_t_panels = nullptr;  // Rᵀ [H, G·H] packed for this call's forward steps
+  const PackedPanels<S>* weight_panels = nullptr;    // R [G·H, H] packed for its backward steps
   const S* peephole = nullptr;          // [4H] (LSTM)
   const S* secondaryBias = nullptr;     // [H] (GRU)
   const S* mask = nullptr;              // [T, N, D·H] at this direction's block, or nullptr
@@ -30,15 +32,30 @@ struct Direction {
   bool is_first(Index t) const { return t == time(0); }
   Index GH() const { return G * H; }
   // C = A·R_gᵀ for the gate rows [g0, g0 + gates) of R, A [rows, H] (lda), C [rows, gates·H]:
-  // through the packed Rᵀ when there is one (a plain product that streams its rows), else
-  // as dot products against R itself.
+  // through the packed Rᵀ when there is one, else as dot products against R itself (a batch
+  // of a few rows streams R's rows faster than a copy could be made).
   void times_weight_t(Index rows, Index g0, Index gates, const S* A, Index lda, S* C, Index ldc) const {
-    if (recurrentWeightT) {
-      gemm(Trans::no, Trans::no, rows, gates * H, H, S(1), A, lda, recurrentWeightT + g0 * H, GH(),
-           S(0), C, ldc);
+    if (weight_t_panels) {
+      const Index per_gate = weight_t_panels->per_group;
+      packed_gemm(rows, 0, H, A, lda, *weight_t_panels, g0 * per_gate, (g0 + gates) * per_gate,
+                  S(0), C, ldc);
     } else {
       gemm(Trans::no, Trans::yes, rows, gates * H, H, S(1), A, lda, recurrentWeight + g0 * H * H, H,
            S(0), C, ldc);
+    }
+  }
+  // C = beta·C + A·R_g for the gate rows [g0, g0 + gates) of R, A [rows, gates·H] (lda),
+  // C [rows, H]; only the output columns [col0, col1) (whole panels when R is packed).
+  void times_weight(Index rows, Index g0, Index gates, const S* A, Index lda, S beta, S* C,
+                    Index ldc, Index col0 = 0, Index col1 = -1) const {
+    if (col1 < 0) col1 = H;
+    if (weight_panels) {
+      const Index w = weight_panels->width;
+      packed_gemm(rows, g0 * H, gates * H, A, lda, *weight_panels, col0 / w, (col1 + w - 1) / w, beta,
+                  C + col0, ldc);
+    } else {
+      gemm(Trans::no, Trans::no, rows, col1 - col0, gates * H, S(1), A, lda,
+           recurrentWeight + g0 * H * H + col0, H, beta, C + col0, ldc);
     }
   }
   const S* mask_at(Index t) const { return mask + t * batch_stride * state_ld; }

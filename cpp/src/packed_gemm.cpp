@@ -1,0 +1,159 @@
+#include "rnngraph/packed_gemm.hpp"
+
+#include "rnngraph/threads.hpp"
+#include "simd.hpp"
+
+#include <cstring>
+
+namespace rnngraph {
+namespace {
+
+using simd::load;
+using simd::store_value;
+using simd::Vec;
+using simd::with_rows;
+
+// Register tile: MR rows of A against NP panels of NV vectors each.
+constexpr int kPanelVectors = simd::kWide ? 3 : 2;  // the widest panel, in vectors
+constexpr int kTileRows = simd::kWide ? 8 : 4;      // MR for three or more rows
+constexpr int kFewRows = 2;                         // up to this many rows, NP = 3 panels
+
+// Vectors per panel for blocks of `cols` columns: the fewest padding columns, then the widest.
+template <class S>
+Index panel_vectors(Index cols) {
+  constexpr Index L = Vec<S>::lanes;
+  const Index vectors = (cols + L - 1) / L;
+  Index best = kPanelVectors;
+  for (Index nv = kPanelVectors - 1; nv >= 1; --nv) {
+    if ((vectors + nv - 1) / nv * nv < (vectors + best - 1) / best * best) best = nv;
+  }
+  return best;
+}
+
+// C[MR, NP panels] = beta·C + A[MR, kc]·B_panels[kc, ·]; panel q starts at b[q], and holds
+// cols[q] real columns. Every C element is summed over p in order.
+template <class S, int MR, int NP, int NV>
+void panel_block(Index kc, const S* a, Index lda, const S* const* b, const Index* cols,
+                 const Index* c_offset, S beta, S* c, Index ldc) {
+  using V = typename Vec<S>::type;
+  constexpr int L = Vec<S>::lanes, W = NV * L;
+  V acc[MR][NP * NV];
+  for (int r = 0; r < MR; ++r)
+    for (int v = 0; v < NP * NV; ++v) acc[r][v] = V{};
+  for (Index p = 0; p < kc; ++p) {
+    V bv[NP * NV];
+    for (int q = 0; q < NP; ++q)
+      for (int v = 0; v < NV; ++v) bv[q * NV + v] = load<V>(b[q] + p * W + v * L);
+    for (int r = 0; r < MR; ++r) {
+      const S av = a[r * lda + p];
+      for (int v = 0; v < NP * NV; ++v) acc[r][v] += av * bv[v];
+    }
+  }
+  for (int q = 0; q < NP; ++q) {
+    for (int r = 0; r < MR; ++r) {
+      S* out = c + r * ldc + c_offset[q];
+      if (cols[q] == W) {
+        for (int v = 0; v < NV; ++v) {
+          V value = acc[r][q * NV + v];
+          if (beta != S(0)) value += beta * load<V>(out + v * L);
+          std::memcpy(out + v * L, &value, sizeof(V));
+        }
+      } else {
+        for (Index j = 0; j < cols[q]; ++j) {
+          out[j] = store_value(beta, out[j], acc[r][q * NV + j / L][j % L]);
+        }
+      }
+    }
+  }
+}
+
+// Panels [first, last) NP at a time, all rows of A per group of panels (the panels stay in
+// cache while the rows pass over them).
+template <class S, int MR, int NP, int NV>
+Index panel_sweep(Index m, Index k0, Index kc, const S* a, Index lda, const PackedPanels<S>& b,
+                  Index first, Index i, Index last, S beta, S* c, Index ldc) {
+  const Index c0 = b.first_column(first);
+  for (; i + NP <= last; i += NP) {
+    const S* panels[NP];
+    Index cols[NP], offset[NP];
+    for (int q = 0; q < NP; ++q) {
+      panels[q] = b.panel(i + q) + k0 * b.width;
+      cols[q] = b.columns(i + q);
+      offset[q] = b.first_column(i + q) - c0;
+    }
+    for (Index i0 = 0; i0 < m; i0 += MR) {
+      with_rows<MR>(std::min<Index>(MR, m - i0), [&](auto mr) {
+        panel_block<S, decltype(mr)::value, NP, NV>(kc, a + i0 * lda, lda, panels, cols, offset, beta,
+                                                c + i0 * ldc, ldc);
+      });
+    }
+  }
+  return i;
+}
+
+}  // namespace
+
+template <class S>
+void pack_panels(const S* src, Index p_stride, Index j_stride, Index k, Index groups,
+                 Index group_cols, PackedPanels<S>& out) {
+  const Index W = panel_vectors<S>(group_cols) * Vec<S>::lanes;
+  out.k = k;
+  out.groups = groups;
+  out.group_cols = group_cols;
+  out.per_group = (group_cols + W - 1) / W;
+  out.width = W;
+  out.data.resize(static_cast<size_t>(out.panels() * k * W));
+  S* base = out.data.data();
+  auto pack = [&](Index i) {
+    S* dst = base + i * k * W;
+    const Index j0 = out.first_column(i), cols = out.columns(i);
+    if (j_stride == 1) {  // rows of the panel are contiguous in src
+      for (Index p = 0; p < k; ++p) {
+        const S* row = src + p * p_stride + j0;
+        std::copy(row, row + cols, dst + p * W);
+        std::fill(dst + p * W + cols, dst + (p + 1) * W, S(0));
+      }
+    } else {  // a transpose: read each column's run along p, in tiles of 8
+      for (Index p0 = 0; p0 < k; p0 += 8) {
+        const Index p1 = std::min(k, p0 + 8);
+        for (Index j = 0; j < W; ++j) {
+          const S* col = src + (j0 + j) * j_stride;
+          for (Index p = p0; p < p1; ++p) dst[p * W + j] = j < cols ? col[p * p_stride] : S(0);
+        }
+      }
+    }
+  };
+  const Index panels = out.panels();
+  const int threads = (!in_parallel_part() && panels * k * W >= (Index(1) << 18))
+                          ? static_cast<int>(std::min<Index>(get_num_threads(), panels))
+                          : 1;
+  run_parts(threads, threads > 1, [&](int t) {
+    for (Index i = panels * t / threads; i < panels * (t + 1) / threads; ++i) pack(i);
+  });
+}
+
+template <class S>
+void packed_gemm(Index m, Index k0, Index kc, const S* a, Index lda, const PackedPanels<S>& b,
+                 Index first, Index last, S beta, S* c, Index ldc) {
+  if (m <= 0 || last <= first) return;
+  auto sweep = [&](auto nv) {
+    constexpr int NV = decltype(nv)::value;
+    Index i = first;
+    if (m <= kFewRows) {
+      // One or two rows: three panels at once give enough independent accumulators to hide
+      // the FMA latency of this bandwidth-bound product.
+      i = panel_sweep<S, kFewRows, 3, NV>(m, k0, kc, a, lda, b, first, i, last, beta, c, ldc);
+    }
+    panel_sweep<S, kTileRows, 1, NV>(m, k0, kc, a, lda, b, first, i, last, beta, c, ldc);
+  };
+  simd::with_rows<kPanelVectors>(b.width / Vec<S>::lanes, sweep);
+}
+
+template void pack_panels<float>(const float*, Index, Index, Index, Index, Index, PackedPanels<float>&);
+template void pack_panels<double>(const double*, Index, Index, Index, Index, Index, PackedPanels<double>&);
+template void packed_gemm<float>(Index, Index, Index, const float*, Index, const PackedPanels<float>&,
+                                 Index, Index, float, float*, Index);
+template void packed_gemm<double>(Index, Index, Index, const double*, Index, const PackedPanels<double>&,
+                                  Index, Index, double, double*, Index);
+
+}  // namespace rnngraph
