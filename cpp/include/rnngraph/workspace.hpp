@@ -6,10 +6,27 @@
 
 #include <cstddef>
 #include <memory>
+#include <new>
 #include <utility>
 #include <vector>
 
 namespace rnngraph {
+
+// Cache-line (and AVX-512 vector) aligned storage for std::vector.
+template <class S>
+struct AlignedAllocator {
+  using value_type = S;
+  static constexpr std::align_val_t kAlign{64};
+  AlignedAllocator() = default;
+  template <class U>
+  AlignedAllocator(const AlignedAllocator<U>&) {}
+  S* allocate(size_t n) { return static_cast<S*>(::operator new(n * sizeof(S), kAlign)); }
+  void deallocate(S* p, size_t) { ::operator delete(p, kAlign); }
+  template <class U>
+  bool operator==(const AlignedAllocator<U>&) const { return true; }
+  template <class U>
+  bool operator!=(const AlignedAllocator<U>&) const { return false; }
+};
 
 template <class S>
 class Buffer {
@@ -43,7 +60,7 @@ class Buffer {
         return;
       }
     }
-    block_ = std::make_unique<std::vector<S>>(n);
+    block_ = std::make_unique<std::vector<S, AlignedAllocator<S>>>(n);
     size_ = n;
   }
   S* data() { return block_ ? block_->data() : nullptr; }
@@ -51,7 +68,7 @@ class Buffer {
   size_t size() const { return size_; }
 
  private:
-  using Block = std::unique_ptr<std::vector<S>>;
+  using Block = std::unique_ptr<std::vector<S, AlignedAllocator<S>>>;
   static constexpr size_t kKeptBlocks = 16;
 
   static std::vector<Block>& free_blocks() {
