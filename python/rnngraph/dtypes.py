@@ -13,9 +13,8 @@ class DataType(enum.Enum):
     float32 = "float32"
     float64 = "float64"
 
-    @property
-    def numpy(self) -> np.dtype:
-        return np.dtype(self.value)
+    def __init__(self, value: str):
+        self.numpy = np.dtype(value)  # the NumPy dtype (a plain attribute: read on every run)
 
     def __repr__(self) -> str:
         return f"rnngraph.{self.value}"

@@ -31,6 +31,10 @@ class Operation:
 
 def _feed_array(tensor: Tensor, value) -> np.ndarray:
     """Convert a feed to the placeholder's dtype and check its shape; never reinterpret bytes."""
+    if (type(value) is np.ndarray and value.shape == tensor.shape
+            and value.dtype == tensor.dataType.numpy
+            and value.flags.c_contiguous and value.flags.aligned):
+        return value  # the common case: already what the op needs
     where = f"run: feed for {tensor.name!r}"
     if isinstance(value, Tensor):
         raise TypeError(f"{where}: expected an array, got a symbolic Tensor")
@@ -130,40 +134,38 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps):
             raise TypeError("run: feeds: expected a dict {placeholder Tensor: array}")
         if targetTensors is None or isinstance(targetTensors, Tensor):
             raise TypeError("run: targetTensors: expected a list of Tensors")
-        targets = [self._own(t, "run: targetTensors") for t in targetTensors]
+        targets = tuple(targetTensors)
+        for t in targets:
+            if type(t) is not Tensor or t.graph is not self:
+                self._own(t, "run: targetTensors")  # raises the error that fits
         values: dict[Tensor, np.ndarray] = {}
         for tensor, value in feeds.items():
-            self._own(tensor, "run: feeds")
+            if type(tensor) is not Tensor or tensor.graph is not self:
+                self._own(tensor, "run: feeds")
             if tensor.op.kind != "placeholder":
                 raise ValueError(f"run: feeds: {tensor.name!r} is not a placeholder")
             values[tensor] = _feed_array(tensor, value)
 
-        needed, freed_after = self._plan(tuple(targets))
-        for position, op in enumerate(needed):
-            if op.kind == "placeholder":
-                if op.outputs[0] not in values:
-                    raise ValueError(f"run: placeholder {op.name!r} needs a feed")
-                continue
-            if op.kind == "constant":
-                values[op.outputs[0]] = op.attrs["value"]
-                continue
-            arguments = {label: (None if t is None else values[t]) for label, t in op.inputs.items()}
-            results = op.compute(arguments)
+        plan = self._plan(targets)
+        for placeholder in plan.placeholders:
+            if placeholder not in values:
+                raise ValueError(f"run: placeholder {placeholder.op.name!r} needs a feed")
+        values.update(plan.constants)
+        for op, freed in plan.steps:
+            results = op.compute({label: (None if t is None else values[t])
+                                  for label, t in op.inputs.items()})
             for tensor, result in zip(op.outputs, results):
                 values[tensor] = result
-            # Free intermediates after their last use.
-            for tensor in freed_after.get(position, ()):
-                values.pop(tensor, None)
+            for tensor in freed:  # intermediates past their last use
+                del values[tensor]
         return {t: values[t] for t in targets}
 
-    def _plan(self, targets: tuple):
-        """The ops a run of ``targets`` needs, in order, and the intermediates freed after each;
-        cached until the graph grows."""
+    def _plan(self, targets: tuple) -> "_Plan":
+        """What a run of ``targets`` does; cached until the graph grows."""
         key = (targets, len(self._ops))
         plan = self._plans.get(key)
         if plan is None:
-            needed = self._ops_needed(targets)
-            plan = self._plans[key] = (needed, self._last_uses(needed, targets))
+            plan = self._plans[key] = _Plan(self._ops_needed(targets), targets)
         return plan
 
     def _ops_needed(self, targets) -> list[Operation]:
@@ -175,6 +177,25 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps):
             needed.add(op)
             stack.extend(t.op for t in op.inputs.values() if t is not None)
         return [op for op in self._ops if op in needed]
+
+    # -- differentiation ------------------------------------------------------------------
+    def gradients(self, of: Tensor, with_) -> dict:
+        """Add the backward ops for d(sum(of))/d(t) for each t in ``with_``: {t: gradient}."""
+        from rnngraph.autodiff import gradients
+
+        return gradients(self, of, with_)
+
+
+class _Plan:
+    """The ops a run evaluates, in order: the placeholders it needs fed, the constants it
+    reads, and each computing op with the intermediates to free after it."""
+
+    def __init__(self, needed: list, targets: tuple):
+        self.placeholders = [op.outputs[0] for op in needed if op.kind == "placeholder"]
+        self.constants = {op.outputs[0]: op.attrs["value"] for op in needed if op.kind == "constant"}
+        computing = [op for op in needed if op.kind not in ("placeholder", "constant")]
+        freed = self._last_uses(computing, targets)
+        self.steps = [(op, tuple(freed.get(position, ()))) for position, op in enumerate(computing)]
 
     @staticmethod
     def _last_uses(ops, targets) -> dict:
@@ -189,10 +210,3 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps):
         for tensor, position in last.items():
             freed.setdefault(position, []).append(tensor)
         return freed
-
-    # -- differentiation ------------------------------------------------------------------
-    def gradients(self, of: Tensor, with_) -> dict:
-        """Add the backward ops for d(sum(of))/d(t) for each t in ``with_``: {t: gradient}."""
-        from rnngraph.autodiff import gradients
-
-        return gradients(self, of, with_)

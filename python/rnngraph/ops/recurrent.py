@@ -138,13 +138,15 @@ def normalise(arrays: dict, sizes: dict, bidirectional: bool) -> dict:
         if array is None:
             out[label] = None
             continue
+        # Every run-time array is already C-contiguous (feeds, constants and op outputs are),
+        # and reshaping keeps it so; a broadcast mask is the one that needs a dense copy.
         if label in STATE_LABELS:
             array = array.reshape(N, DH)
         elif label == "peephole":
             array = array.reshape(-1)
         elif label == "mask":
-            array = np.broadcast_to(array, (T, N, DH))
-        out[label] = dense(array)
+            array = dense(np.broadcast_to(array, (T, N, DH)))
+        out[label] = array
     return out
 
 
