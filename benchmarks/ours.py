@@ -1,6 +1,8 @@
 """rnngraph's step for a row: the graph is built and the feeds are made here, outside timing.
 
-infer: one run of the forward op with training=False, target = the output sequence h.
+infer: one run of the forward op with training=False, target = the output sequence h. The
+weights and bias are graph constants, as they are ONNX Runtime initializers and PyTorch module
+parameters: rnngraph packs constant weights once, at the first (untimed) run.
 train: one Graph holding the forward op (training=True) and its gradient op; one g.run with
 every gradient as target (source, recurrentWeight, inputWeight, bias, initState, plus
 initCell for LSTM and secondaryBias for GRU resetAfter, i.e. everything PyTorch returns)
@@ -40,9 +42,12 @@ def make_step(row: Row, seed: int = 0):
         shapes["secondaryBias"] = (D * H,)
     if train:
         shapes["sourceGradient"] = (T, N, D * H)
-    ph = {k: g.placeholder(shape=v, dataType=rg.float32, name=k) for k, v in shapes.items()}
-    feeds = {ph[k]: _random(rng, v, 1.0 if k in ("source", "sourceGradient") else s)
-             for k, v in shapes.items()}
+    values = {k: _random(rng, v, 1.0 if k in ("source", "sourceGradient") else s)
+              for k, v in shapes.items()}
+    constant = () if train else ("recurrentWeight", "inputWeight", "bias")
+    ph = {k: g.constant(values[k], name=k) if k in constant
+          else g.placeholder(shape=v, dataType=rg.float32, name=k) for k, v in shapes.items()}
+    feeds = {ph[k]: values[k] for k in shapes if k not in constant}
     inputs = {k: t for k, t in ph.items() if k != "sourceGradient"}
 
     if row.cell == "LSTM":

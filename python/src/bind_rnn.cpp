@@ -3,9 +3,13 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <memory>
+#include <type_traits>
+
 #include "array_args.hpp"
 #include "rnngraph/gru.hpp"
 #include "rnngraph/lstm.hpp"
+#include "rnngraph/packed_weights.hpp"
 #include "rnngraph/single_gate_rnn.hpp"
 
 namespace rnngraph::bind {
@@ -34,6 +38,20 @@ Cell parse_cell(const std::string& name) {
   if (name == "GRU") return Cell::gru;
   throw py::value_error("unknown cell '" + name + "' (expected singleGateRNN, LSTM or GRU)");
 }
+
+// A forward op's recurrentWeight and inputWeight packed once (Graph constants): made by
+// pack_forward_weights, passed to rnn_forward as packed=.
+struct PackedWeights {
+  Cell cell;
+  std::unique_ptr<PackedForwardWeights<float>> f32;
+  std::unique_ptr<PackedForwardWeights<double>> f64;
+
+  template <class S>
+  const PackedForwardWeights<S>* get() const {
+    if constexpr (std::is_same_v<S, float>) return f32.get();
+    else return f64.get();
+  }
+};
 
 Activation act(const std::string& op, const py::dict& d, const char* key, Activation fallback) {
   if (!d.contains(key)) return fallback;
@@ -148,7 +166,8 @@ py::tuple forward_typed(Cell cell, const py::dict& opts, const py::object& sourc
                         const py::object& recurrentWeight, const py::object& inputWeight,
                         const py::object& bias, const py::object& initState,
                         const py::object& initCell, const py::object& mask,
-                        const py::object& peephole, const py::object& secondaryBias, bool training) {
+                        const py::object& peephole, const py::object& secondaryBias, bool training,
+                        const PackedWeights* packed) {
   const std::string op = info(cell).forward_name;
   reject_unused(cell, op, initCell, peephole, secondaryBias, py::none());
   const RNNShape s = infer_shape(cell, op, opts, source, recurrentWeight, !inputWeight.is_none());
@@ -163,6 +182,12 @@ py::tuple forward_typed(Cell cell, const py::dict& opts, const py::object& sourc
   a.mask = input<S>(mask, op, "mask", {T, N, DH});
   a.peephole = input<S>(peephole, op, "peephole", {s.D() * 4 * s.H});
   a.secondaryBias = input<S>(secondaryBias, op, "secondaryBias", {DH});
+  if (packed) {
+    a.packed = packed->get<S>();
+    if (packed->cell != cell || !a.packed || !a.packed->matches(s)) {
+      throw py::value_error(op + ": packed: weights packed for another op, shape or dtype");
+    }
+  }
 
   auto h = output<S>({T, N, DH});
   a.output = h.mutable_data();
@@ -242,17 +267,63 @@ auto dispatch(const std::string& op, const py::object& source, Fn&& fn) {
 }  // namespace
 
 void bind_rnn(py::module_& m) {
+  py::class_<PackedWeights>(m, "PackedWeights",
+                            "A forward op's weights packed for its kernels (from pack_forward_weights).");
+  m.def(
+      "pack_forward_weights",
+      [](const std::string& cell_name, const py::dict& options, const py::object& recurrentWeight,
+         const py::object& inputWeight) {
+        const Cell cell = parse_cell(cell_name);
+        const std::string op = info(cell).forward_name;
+        auto result = std::make_unique<PackedWeights>();
+        result->cell = cell;
+        dispatch(op, recurrentWeight, [&](auto tag) {
+          using S = decltype(tag);
+          py::array R = as_array(recurrentWeight, op + ": recurrentWeight");
+          RNNShape s;
+          s.gates = info(cell).gates;
+          s.bidirectional = flag(options, "bidirectional");
+          if (R.ndim() != (s.bidirectional ? 3 : 2)) {
+            throw py::value_error(op + ": recurrentWeight: expected rank " +
+                                  std::to_string(s.bidirectional ? 3 : 2) + ", got shape " +
+                                  shape_str(shape_of(R)));
+          }
+          s.H = R.shape(R.ndim() - 1);
+          s.has_input_weight = !inputWeight.is_none();
+          if (s.has_input_weight) {
+            py::array W = as_array(inputWeight, op + ": inputWeight");
+            s.I = W.ndim() == 2 ? W.shape(1) : 0;
+          }
+          const S* r = input<S>(recurrentWeight, op, "recurrentWeight", weight_shape(s), true);
+          const S* w = input<S>(inputWeight, op, "inputWeight", {s.DGH(), s.I});
+          auto packed = std::make_unique<PackedForwardWeights<S>>();
+          {
+            py::gil_scoped_release release;
+            pack_forward_weights(s.D(), s.gates, s.H, s.I, r, w, *packed);
+          }
+          if constexpr (std::is_same_v<S, float>) result->f32 = std::move(packed);
+          else result->f64 = std::move(packed);
+          return 0;
+        });
+        return result;
+      },
+      py::arg("cell"), py::arg("options"), py::arg("recurrentWeight"),
+      py::arg("inputWeight") = py::none(),
+      "Pack a forward op's recurrentWeight (and inputWeight) once for many rnn_forward calls.");
+
   m.def(
       "rnn_forward",
       [](const std::string& cell_name, const py::dict& options, const py::object& source,
          const py::object& recurrentWeight, const py::object& inputWeight, const py::object& bias,
          const py::object& initState, const py::object& initCell, const py::object& mask,
-         const py::object& peephole, const py::object& secondaryBias, bool training) {
+         const py::object& peephole, const py::object& secondaryBias, bool training,
+         const PackedWeights* packed) {
         const Cell cell = parse_cell(cell_name);
         return dispatch(info(cell).forward_name, source, [&](auto tag) {
           using S = decltype(tag);
           return forward_typed<S>(cell, options, source, recurrentWeight, inputWeight, bias,
-                                  initState, initCell, mask, peephole, secondaryBias, training);
+                                  initState, initCell, mask, peephole, secondaryBias, training,
+                                  packed);
         });
       },
       py::arg("cell"), py::arg("options"), py::arg("source"), py::arg("recurrentWeight"),
@@ -260,7 +331,9 @@ void bind_rnn(py::module_& m) {
       py::arg("initState") = py::none(), py::arg("initCell") = py::none(),
       py::arg("mask") = py::none(), py::arg("peephole") = py::none(),
       py::arg("secondaryBias") = py::none(), py::arg("training") = false,
-      "Forward pass of one RNN op on dense arrays in SPEC.md layouts.\n"
+      py::arg("packed") = nullptr,
+      "Forward pass of one RNN op on dense arrays in SPEC.md layouts (packed: the same\n"
+      "recurrentWeight and inputWeight from pack_forward_weights, used in their place).\n"
       "Returns (h [T,N,D*H], c [T,N,D*H] or None, zState [T,N,D*G*H] or None).");
   m.def(
       "rnn_gradients",

@@ -54,11 +54,16 @@ struct GRUOptions {
   Activation outputGateActivation = Activation::tanh;
 };
 
+template <class S>
+struct PackedForwardWeights;  // packed_weights.hpp
+
 // Forward buffers. Optional inputs are nullptr when absent; zState is nullptr when
 // the op is not training; cellOutput is used by the LSTM only (always required there,
 // since the recurrence needs the previous cell).
 template <class S>
 struct ForwardArgs {
+  // recurrentWeight and inputWeight packed earlier (a Graph's constants), or nullptr.
+  const PackedForwardWeights<S>* packed = nullptr;
   const S* source = nullptr;
   const S* recurrentWeight = nullptr;
   const S* inputWeight = nullptr;

@@ -21,6 +21,7 @@
 #include "rnngraph/activation.hpp"
 #include "rnngraph/arrays.hpp"
 #include "rnngraph/gemm.hpp"
+#include "rnngraph/packed_weights.hpp"
 #include "rnngraph/problem.hpp"
 #include "rnngraph/step_views.hpp"
 #include "rnngraph/threads.hpp"
@@ -118,6 +119,33 @@ void carry_to_previous(Index rows, Index cols, Index ld, const S* dhm, const S* 
   } else {
     out = cblock(dhm, rows, cols, ld) + cblock(dhp, rows, cols, ld);
   }
+}
+
+// Up to this many rows of x, the input projection streams packed weights (when there are
+// some) with the panel kernel; more rows go to the BLAS, which blocks x for its caches.
+constexpr Index kPackedProjectionRows = 256;
+constexpr Index kParallelProjection = Index(1) << 18;  // multiply-adds worth a second thread
+
+// x' = x·Wᵀ for every step and both directions, [T·N, D·G·H] (bias added by the caller).
+template <class S>
+void project_inputs(const RNNShape& s, const ForwardArgs<S>& a, S* projected) {
+  const Index TN = s.T * s.N, DGH = s.DGH();
+  if (!a.packed || TN > kPackedProjectionRows) {
+    gemm(Trans::no, Trans::yes, TN, DGH, s.I, S(1), a.source, s.I, a.inputWeight, s.I, S(0),
+         projected, DGH);
+    return;
+  }
+  const PackedPanels<S>& w = a.packed->input_t;
+  const Index panels = w.panels();
+  const int threads = TN * DGH * s.I >= kParallelProjection && !in_parallel_part()
+                          ? static_cast<int>(std::min<Index>(get_num_threads(), panels))
+                          : 1;
+  run_parts(threads, threads > 1, [&](int p) {
+    const Index first = panels * p / threads, last = panels * (p + 1) / threads;
+    if (last > first) {
+      packed_gemm(TN, 0, s.I, a.source, s.I, w, first, last, S(0), projected + w.first_column(first), DGH);
+    }
+  });
 }
 
 // Where one direction's forward steps read and write, for all of its batch rows.
@@ -394,6 +422,7 @@ template <class Cell, class S>
 void recurrent_forward(const Cell& cell, const RNNShape& s, bool reverse, const ForwardArgs<S>& a) {
   validate_shape(s, Cell::name);
   require(a.source && a.recurrentWeight && a.output, std::string(Cell::name) + ": missing buffer");
+  require(!a.packed || a.packed->matches(s), std::string(Cell::name) + ": packed weights of another shape");
   require(!Cell::has_cell_state || a.cellOutput, std::string(Cell::name) + ": missing cell buffer");
   FlushDenormals flush;
   const Index TN = s.T * s.N, DGH = s.DGH();
@@ -402,24 +431,26 @@ void recurrent_forward(const Cell& cell, const RNNShape& s, bool reverse, const 
   // one GEMM [T·N, I] x [I, D·G·H] (without W the source already holds x' - b).
   Buffer<S> projected(static_cast<size_t>(TN * DGH));
   if (s.has_input_weight) {
-    gemm(Trans::no, Trans::yes, TN, DGH, s.I, S(1), a.source, s.I, a.inputWeight, s.I, S(0),
-         projected.data(), DGH);
+    detail::project_inputs(s, a, projected.data());
   } else {
     std::copy(a.source, a.source + TN * DGH, projected.data());
   }
   detail::add_bias_rows(projected.data(), TN, DGH, a.bias);
 
-  // Rᵀ [H, G·H] packed once per call, per direction, for the steps' products.
-  const bool pack = detail::pack_weights(s);
+  // Rᵀ [H, G·H] packed per direction for the steps' products: earlier (a.packed), or now.
+  const bool pack = !a.packed && detail::pack_weights(s);
   std::vector<PackedPanels<S>> weights_t(static_cast<size_t>(pack ? s.D() : 0));
   std::vector<Direction<S>> dirs;
   for (int d = 0; d < s.D(); ++d) {
     dirs.push_back(detail::make_direction(s, reverse, d, a.recurrentWeight, a.peephole,
                                           a.secondaryBias, a.mask));
-    if (!pack) continue;
-    auto& wt = weights_t[static_cast<size_t>(d)];
-    pack_panels(dirs.back().recurrentWeight, 1, s.H, s.H, s.gates, s.H, wt);
-    dirs.back().weight_t_panels = &wt;
+    if (a.packed) {
+      dirs.back().weight_t_panels = &a.packed->recurrent_t[static_cast<size_t>(d)];
+    } else if (pack) {
+      auto& wt = weights_t[static_cast<size_t>(d)];
+      pack_panels(dirs.back().recurrentWeight, 1, s.H, s.H, s.gates, s.H, wt);
+      dirs.back().weight_t_panels = &wt;
+    }
   }
   std::vector<detail::ForwardSequences<S>> seqs;
   for (int d = 0; d < s.D(); ++d) seqs.push_back(detail::forward_sequences<Cell>(s, a, d, projected.data()));

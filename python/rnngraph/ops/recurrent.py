@@ -173,13 +173,22 @@ def forward_op(graph, spec: CellSpec, arguments: dict, descriptor, name, outputs
     training = "zState" in wanted
 
     static = fully_known(tensors)
+    # Weights that are graph constants are packed for the kernels once, at the first run, and
+    # the packed copy serves every later run (as an inference runtime packs its initializers).
+    weights = [tensors[label] for label in ("recurrentWeight", "inputWeight")]
+    constant_weights = all(t is None or t.op.kind == "constant" for t in weights)
+    packed = None
 
     def compute(arrays):
+        nonlocal packed
         # Shapes known when building were checked then, and feeds are checked against their
         # placeholders; only dimensions left open need the checks again now.
         run_sizes = sizes if static else infer_sizes(op, spec, arrays, bidirectional)
         dense = normalise(arrays, run_sizes, bidirectional)
-        h, c, z = _core.rnn_forward(spec.name, options, training=training, **dense)
+        if constant_weights and packed is None:
+            packed = _core.pack_forward_weights(spec.name, options, dense["recurrentWeight"],
+                                                dense["inputWeight"])
+        h, c, z = _core.rnn_forward(spec.name, options, training=training, packed=packed, **dense)
         produced = {"h": h, "c": c, "zState": z}
         return [produced[k] for k in wanted]
 
