@@ -21,7 +21,8 @@ struct Part {
   Index row0, rows;
 };
 
-constexpr Index kParallelWork = Index(1) << 21;  // multiply-adds of the whole recurrence
+constexpr Index kParallelWork = Index(1) << 21;      // multiply-adds of the whole recurrence,
+constexpr Index kParallelStepWork = Index(1) << 17;  // or of one step (however few steps)
 constexpr Index kMinChunkRows = 8;
 
 struct WorkSplit {
@@ -37,9 +38,9 @@ constexpr Index kCachedWeightBytes = Index(1) << 20;
 
 inline WorkSplit split_work(const RNNShape& s, int recurrent_gates, Index scalar_bytes) {
   const int threads = get_num_threads();
-  const Index work = s.D() * s.T * s.N * recurrent_gates * s.H * s.H;
+  const Index step_work = s.D() * s.N * recurrent_gates * s.H * s.H;
   WorkSplit split;
-  split.parallel = threads >= 2 && work >= kParallelWork;
+  split.parallel = threads >= 2 && s.T > 0 && (s.T * step_work >= kParallelWork || step_work >= kParallelStepWork);
   const bool big_weights = recurrent_gates * s.H * s.H * scalar_bytes > kCachedWeightBytes;
   if (split.parallel && s.D() == 1 && (s.N < 2 * kMinChunkRows || (big_weights && s.N <= 4 * kMinChunkRows))) {
     split.team = static_cast<int>(std::min<Index>(threads, std::max<Index>(1, s.H / 16)));
