@@ -29,7 +29,7 @@ from ceiling import blas_identity, sgemm_ceiling
 from report import RESULTS, table
 from report import ours as ours_entry
 from rows import BY_ID, QUICK_ROWS, ROWS, parse_rows
-from timing import measure
+from timing import measure, measure_interleaved
 from tqdm import tqdm
 
 LIBRARIES = ("rnngraph", "torch", "onnxruntime")
@@ -44,8 +44,8 @@ def arguments(argv=None):
     p.add_argument("--out", type=Path, help="results JSON (default benchmarks/results/<date>.json)")
     a = p.parse_args(argv)
     a.rows = parse_rows(a.rows) if a.rows else [BY_ID[i] for i in QUICK_ROWS] if a.quick else ROWS
-    a.timing = ({"budget_s": 0.25, "min_reps": 5, "settle_s": 0.1} if a.quick
-                else {"budget_s": 2.0, "min_reps": 10, "settle_s": 0.25})
+    a.timing = ({"budget_s": 0.25, "min_reps": 5, "settle_s": 0.1, "rounds": 2} if a.quick
+                else {"budget_s": 2.0, "min_reps": 10, "settle_s": 0.25, "rounds": 4})
     if a.budget is not None:
         a.timing["budget_s"] = a.budget
     return a
@@ -61,18 +61,33 @@ def make_step(library, row, threads):
 
 def measure_entry(library, row, threads, timing) -> dict | None:
     """One library on one row: build outside timing, then measure; errors are recorded."""
+    return measure_row([library], row, threads, timing).get(library)
+
+
+def measure_row(libraries, row, threads, timing) -> dict:
+    """The libraries' steps for one row, built outside timing and measured in turns
+    (timing.measure_interleaved); a library that fails is recorded with its error."""
+    steps, entries = {}, {}
     try:
-        step = make_step(library, row, threads)
-        if step is None:
-            return None
-        entry = measure(step, **timing)
-    except Exception as error:  # noqa: BLE001 (a failing library must not end the run)
-        return {"error": f"{type(error).__name__}: {error}"}
+        for library in libraries:
+            try:
+                step = make_step(library, row, threads)
+            except Exception as error:  # noqa: BLE001 (a failing library must not end the run)
+                entries[library] = {"error": f"{type(error).__name__}: {error}"}
+                continue
+            if step is not None:
+                steps[library] = step
+        try:
+            entries.update(measure_interleaved(steps, **timing))
+        except Exception as error:  # noqa: BLE001
+            entries.update({lib: {"error": f"{type(error).__name__}: {error}"} for lib in steps})
     finally:
-        step = None
+        steps.clear()
         gc.collect()
-    entry["gflops"] = row.flop() / entry["median_ms"] / 1e6
-    return entry
+    for entry in entries.values():
+        if "median_ms" in entry:
+            entry["gflops"] = row.flop() / entry["median_ms"] / 1e6
+    return entries
 
 
 def record(row, threads, libs) -> dict:
@@ -124,16 +139,10 @@ def main(argv=None):
             rnngraph.set_num_threads(n)
             torch.set_num_threads(n)
             for row in a.rows:
-                libs = {}
-                for library in LIBRARIES:
-                    if library == "onnxruntime" and row.mode != "infer":
-                        continue
-                    bar.set_description(f"{n} thr row {row.id} {library}")
-                    entry = measure_entry(library, row, n, a.timing)
-                    if entry is not None:
-                        libs[library] = entry
-                    bar.update()
-                results.append(record(row, n, libs))
+                libraries = [lib for lib in LIBRARIES if lib != "onnxruntime" or row.mode == "infer"]
+                bar.set_description(f"{n} thr row {row.id}")
+                results.append(record(row, n, measure_row(libraries, row, n, a.timing)))
+                bar.update(len(libraries))
             end = sgemm_ceiling(n, budget_s=a.timing["budget_s"], min_reps=3)
             ceiling[str(n)] = max(start, end, key=lambda c: c["gflops"]) | {
                 "start_gflops": start["gflops"], "end_gflops": end["gflops"]}
@@ -162,7 +171,8 @@ def main(argv=None):
                                 "execution_mode": "sequential"},
                 "environment": machine.thread_variables(),
             },
-            "timing": a.timing | {"clock": "time.perf_counter", "warmup": "2 calls (1 if > 0.5 s)"},
+            "timing": a.timing | {"clock": "time.perf_counter", "warmup": "2 calls (1 if > 0.5 s)",
+                                  "order": "libraries in turns, rounds rotating the order"},
             "quick": a.quick,
             "rows": [row.as_dict() for row in a.rows],
         },

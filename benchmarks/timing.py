@@ -31,3 +31,35 @@ def measure(step, budget_s: float = 2.0, min_reps: int = 10, max_reps: int = 100
         step()
         times.append(time.perf_counter() - t0)
     return {"median_ms": 1e3 * statistics.median(times), "min_ms": 1e3 * min(times), "reps": reps}
+
+
+def measure_interleaved(steps: dict, budget_s: float = 2.0, rounds: int = 4, min_reps: int = 10,
+                        max_reps: int = 1000, settle_s: float = 0.2) -> dict:
+    """``measure`` for several libraries' steps of one row, taken in turns: each is warmed up,
+    then ``rounds`` rounds give every step its share of repetitions in turn (the order rotating
+    from round to round), so a slow spell of a shared machine falls on all of them alike.
+    Returns {name: {"median_ms", "min_ms", "reps"}} over all of a step's repetitions."""
+    planned = {}
+    for name, step in steps.items():
+        time.sleep(settle_s)
+        t0 = time.perf_counter()
+        step()
+        first = time.perf_counter() - t0
+        if first < 0.5:
+            t0 = time.perf_counter()
+            step()
+            first = time.perf_counter() - t0
+        floor = min_reps if first < 0.25 else 3
+        planned[name] = max(floor, min(max_reps, int(budget_s / max(first, 1e-9))))
+    times = {name: [] for name in steps}
+    names = list(steps)
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            share = -(-planned[name] // rounds)  # ceil
+            time.sleep(settle_s)
+            for _ in range(share):
+                t0 = time.perf_counter()
+                steps[name]()
+                times[name].append(time.perf_counter() - t0)
+    return {name: {"median_ms": 1e3 * statistics.median(t), "min_ms": 1e3 * min(t), "reps": len(t)}
+            for name, t in times.items()}
