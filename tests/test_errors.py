@@ -466,6 +466,16 @@ def test_core_rejects_bad_cell_and_options():
         _core.rnn_forward("singleGateRNN", None, **arrays)
     with pytest.raises(Exception):  # never a crash  # noqa: B017
         _core.rnn_forward("singleGateRNN", {"reverse": "yes"}, **arrays)
+    # options parsed once (what a Graph passes): for the same cell only
+    parsed = _core.CellOptions("singleGateRNN", {"reverse": True})
+    h, _, _ = _core.rnn_forward("singleGateRNN", parsed, **arrays)
+    np.testing.assert_array_equal(h, _core.rnn_forward("singleGateRNN", {"reverse": True}, **arrays)[0])
+    with pytest.raises(ValueError, match="another cell"):
+        _core.rnn_forward("GRU", parsed, **core_arrays("GRU"))
+    with pytest.raises(TypeError, match="options"):
+        _core.rnn_forward("singleGateRNN", [("reverse", True)], **arrays)
+    with pytest.raises(TypeError):
+        _core.CellOptions("singleGateRNN", {"reverse": 1})
 
 
 # ---------------------------------------------------------------------------------------

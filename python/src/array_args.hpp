@@ -39,27 +39,31 @@ inline py::array as_array(const py::object& obj, const std::string& where) {
   return py::reinterpret_borrow<py::array>(obj);
 }
 
-// A checked, read-only view of an input; nullptr when the optional input is None.
+// A checked, read-only view of an input; nullptr when the optional input is None. (Error
+// messages are built only on failure: this runs for every array of every call.)
 template <class S>
 const S* input(const py::object& obj, const std::string& op, const char* label,
                const Shape& expected, bool required = false) {
-  const std::string where = op + ": " + label;
+  auto where = [&] { return op + ": " + label; };
   if (obj.is_none()) {
-    if (required) throw py::value_error(where + " is required");
+    if (required) throw py::value_error(where() + " is required");
     return nullptr;
   }
-  py::array a = as_array(obj, where);
+  if (!py::isinstance<py::array>(obj)) as_array(obj, where());  // raises the TypeError
+  const auto a = py::reinterpret_borrow<py::array>(obj);
   if (!a.dtype().is(py::dtype::of<S>())) {
-    throw py::type_error(where + ": expected dtype " + std::string(py::str(py::dtype::of<S>())) +
+    throw py::type_error(where() + ": expected dtype " + std::string(py::str(py::dtype::of<S>())) +
                          " (all tensors of one op share the source's dtype), got " +
                          std::string(py::str(a.dtype())));
   }
-  if (shape_of(a) != expected) {
-    throw py::value_error(where + ": expected shape " + shape_str(expected) + ", got " +
+  bool same = a.ndim() == static_cast<py::ssize_t>(expected.size());
+  for (size_t i = 0; same && i < expected.size(); ++i) same = a.shape(static_cast<py::ssize_t>(i)) == expected[i];
+  if (!same) {
+    throw py::value_error(where() + ": expected shape " + shape_str(expected) + ", got " +
                           shape_str(shape_of(a)));
   }
   if (!(a.flags() & py::array::c_style) || !(a.flags() & py::detail::npy_api::NPY_ARRAY_ALIGNED_)) {
-    throw py::value_error(where + ": expected a C-contiguous, aligned array");
+    throw py::value_error(where() + ": expected a C-contiguous, aligned array");
   }
   return static_cast<const S*>(a.data());
 }

@@ -100,13 +100,47 @@ GRUOptions gru_options(const py::dict& d) {
   return o;
 }
 
+// A descriptor's options parsed once: the Graph parses them when it builds an op and passes
+// the result on every run (a dict is parsed on each call).
+struct CellOptions {
+  Cell cell;
+  bool bidirectional = false;
+  SingleGateRNNOptions single_gate;
+  LSTMOptions lstm;
+  GRUOptions gru;
+};
+
+CellOptions parse_options(Cell cell, const py::dict& d) {
+  CellOptions o;
+  o.cell = cell;
+  o.bidirectional = flag(d, "bidirectional");
+  switch (cell) {
+    case Cell::singleGate: o.single_gate = single_gate_options(d); break;
+    case Cell::lstm: o.lstm = lstm_options(d); break;
+    case Cell::gru: o.gru = gru_options(d); break;
+  }
+  return o;
+}
+
+// options: a CellOptions made for this cell, or a dict of descriptor properties.
+CellOptions options_for(Cell cell, const py::object& options) {
+  if (py::isinstance<CellOptions>(options)) {
+    const auto& o = options.cast<const CellOptions&>();
+    if (o.cell != cell) throw py::value_error("options: parsed for another cell");
+    return o;
+  }
+  if (!py::isinstance<py::dict>(options)) {
+    throw py::type_error("options: expected a dict of descriptor properties or CellOptions");
+  }
+  return parse_options(cell, py::reinterpret_borrow<py::dict>(options));
+}
+
 // Sizes from source and recurrentWeight, checked against each other.
-RNNShape infer_shape(Cell cell, const std::string& op, const py::dict& opts,
-                     const py::object& source, const py::object& recurrentWeight,
-                     bool has_input_weight) {
+RNNShape infer_shape(const CellOptions& opts, const std::string& op, const py::object& source,
+                     const py::object& recurrentWeight, bool has_input_weight) {
   RNNShape s;
-  s.gates = info(cell).gates;
-  s.bidirectional = flag(opts, "bidirectional");
+  s.gates = info(opts.cell).gates;
+  s.bidirectional = opts.bidirectional;
   s.has_input_weight = has_input_weight;
   py::array src = as_array(source, op + ": source");
   py::array R = as_array(recurrentWeight, op + ": recurrentWeight");
@@ -147,30 +181,28 @@ template <class S> void gradients(const SingleGateRNNOptions& o, const RNNShape&
 template <class S> void gradients(const LSTMOptions& o, const RNNShape& s, const GradientArgs<S>& a) { lstm_gradients<S>(o, s, a); }
 template <class S> void gradients(const GRUOptions& o, const RNNShape& s, const GradientArgs<S>& a) { gru_gradients<S>(o, s, a); }
 
-// Parse the descriptor options while holding the GIL, then run the kernel without it.
+// Run the kernel for the cell's options without the GIL.
 template <class Fn>
-void run_without_gil(Cell cell, const py::dict& opts, Fn&& fn) {
-  auto run = [&](const auto& options) {
-    py::gil_scoped_release release;
-    fn(options);
-  };
-  switch (cell) {
-    case Cell::singleGate: run(single_gate_options(opts)); break;
-    case Cell::lstm: run(lstm_options(opts)); break;
-    case Cell::gru: run(gru_options(opts)); break;
+void run_without_gil(const CellOptions& opts, Fn&& fn) {
+  py::gil_scoped_release release;
+  switch (opts.cell) {
+    case Cell::singleGate: fn(opts.single_gate); break;
+    case Cell::lstm: fn(opts.lstm); break;
+    case Cell::gru: fn(opts.gru); break;
   }
 }
 
 template <class S>
-py::tuple forward_typed(Cell cell, const py::dict& opts, const py::object& source,
+py::tuple forward_typed(const CellOptions& opts, const py::object& source,
                         const py::object& recurrentWeight, const py::object& inputWeight,
                         const py::object& bias, const py::object& initState,
                         const py::object& initCell, const py::object& mask,
                         const py::object& peephole, const py::object& secondaryBias, bool training,
                         const PackedWeights* packed) {
+  const Cell cell = opts.cell;
   const std::string op = info(cell).forward_name;
   reject_unused(cell, op, initCell, peephole, secondaryBias, py::none());
-  const RNNShape s = infer_shape(cell, op, opts, source, recurrentWeight, !inputWeight.is_none());
+  const RNNShape s = infer_shape(opts, op, source, recurrentWeight, !inputWeight.is_none());
   const Index T = s.T, N = s.N, DH = s.DH();
   ForwardArgs<S> a;
   a.source = input<S>(source, op, "source", {T, N, s.source_cols()}, true);
@@ -202,12 +234,12 @@ py::tuple forward_typed(Cell cell, const py::dict& opts, const py::object& sourc
     a.zState = z_out.mutable_data();
     z = z_out;
   }
-  run_without_gil(cell, opts, [&](const auto& options) { forward(options, s, a); });
+  run_without_gil(opts, [&](const auto& options) { forward(options, s, a); });
   return py::make_tuple(h, c, z);
 }
 
 template <class S>
-py::dict gradients_typed(Cell cell, const py::dict& opts, const py::object& source,
+py::dict gradients_typed(const CellOptions& opts, const py::object& source,
                          const py::object& recurrentWeight, const py::object& sourceGradient,
                          const py::object& zState, const py::object& outputFwd,
                          const py::object& cellOutputFwd, const py::object& stateGradient,
@@ -215,9 +247,10 @@ py::dict gradients_typed(Cell cell, const py::dict& opts, const py::object& sour
                          const py::object& bias, const py::object& initState,
                          const py::object& initCell, const py::object& mask,
                          const py::object& peephole, const py::object& secondaryBias) {
+  const Cell cell = opts.cell;
   const std::string op = info(cell).gradient_name;
   reject_unused(cell, op, initCell, peephole, secondaryBias, cellGradient);
-  const RNNShape s = infer_shape(cell, op, opts, source, recurrentWeight, !inputWeight.is_none());
+  const RNNShape s = infer_shape(opts, op, source, recurrentWeight, !inputWeight.is_none());
   const Index T = s.T, N = s.N, DH = s.DH();
   GradientArgs<S> a;
   a.source = input<S>(source, op, "source", {T, N, s.source_cols()}, true);
@@ -250,7 +283,7 @@ py::dict gradients_typed(Cell cell, const py::dict& opts, const py::object& sour
   if (a.initState) make("initState", {N, DH}, a.initStateGrad);
   if (a.initCell) make("initCell", {N, DH}, a.initCellGrad);
   if (a.secondaryBias) make("secondaryBias", {DH}, a.secondaryBiasGrad);
-  run_without_gil(cell, opts, [&](const auto& options) { gradients(options, s, a); });
+  run_without_gil(opts, [&](const auto& options) { gradients(options, s, a); });
   return grads;
 }
 
@@ -267,13 +300,19 @@ auto dispatch(const std::string& op, const py::object& source, Fn&& fn) {
 }  // namespace
 
 void bind_rnn(py::module_& m) {
+  py::class_<CellOptions>(m, "CellOptions", "A descriptor's options, parsed once for many calls.")
+      .def(py::init([](const std::string& cell_name, const py::dict& options) {
+             return parse_options(parse_cell(cell_name), options);
+           }),
+           py::arg("cell"), py::arg("options"));
   py::class_<PackedWeights>(m, "PackedWeights",
                             "A forward op's weights packed for its kernels (from pack_forward_weights).");
   m.def(
       "pack_forward_weights",
-      [](const std::string& cell_name, const py::dict& options, const py::object& recurrentWeight,
+      [](const std::string& cell_name, const py::object& options, const py::object& recurrentWeight,
          const py::object& inputWeight) {
         const Cell cell = parse_cell(cell_name);
+        const CellOptions opts = options_for(cell, options);
         const std::string op = info(cell).forward_name;
         auto result = std::make_unique<PackedWeights>();
         result->cell = cell;
@@ -282,7 +321,7 @@ void bind_rnn(py::module_& m) {
           py::array R = as_array(recurrentWeight, op + ": recurrentWeight");
           RNNShape s;
           s.gates = info(cell).gates;
-          s.bidirectional = flag(options, "bidirectional");
+          s.bidirectional = opts.bidirectional;
           if (R.ndim() != (s.bidirectional ? 3 : 2)) {
             throw py::value_error(op + ": recurrentWeight: expected rank " +
                                   std::to_string(s.bidirectional ? 3 : 2) + ", got shape " +
@@ -313,15 +352,16 @@ void bind_rnn(py::module_& m) {
 
   m.def(
       "rnn_forward",
-      [](const std::string& cell_name, const py::dict& options, const py::object& source,
+      [](const std::string& cell_name, const py::object& options, const py::object& source,
          const py::object& recurrentWeight, const py::object& inputWeight, const py::object& bias,
          const py::object& initState, const py::object& initCell, const py::object& mask,
          const py::object& peephole, const py::object& secondaryBias, bool training,
          const PackedWeights* packed) {
         const Cell cell = parse_cell(cell_name);
+        const CellOptions opts = options_for(cell, options);
         return dispatch(info(cell).forward_name, source, [&](auto tag) {
           using S = decltype(tag);
-          return forward_typed<S>(cell, options, source, recurrentWeight, inputWeight, bias,
+          return forward_typed<S>(opts, source, recurrentWeight, inputWeight, bias,
                                   initState, initCell, mask, peephole, secondaryBias, training,
                                   packed);
         });
@@ -337,7 +377,7 @@ void bind_rnn(py::module_& m) {
       "Returns (h [T,N,D*H], c [T,N,D*H] or None, zState [T,N,D*G*H] or None).");
   m.def(
       "rnn_gradients",
-      [](const std::string& cell_name, const py::dict& options, const py::object& source,
+      [](const std::string& cell_name, const py::object& options, const py::object& source,
          const py::object& recurrentWeight, const py::object& sourceGradient,
          const py::object& zState, const py::object& outputFwd, const py::object& cellOutputFwd,
          const py::object& stateGradient, const py::object& cellGradient,
@@ -345,9 +385,10 @@ void bind_rnn(py::module_& m) {
          const py::object& initCell, const py::object& mask, const py::object& peephole,
          const py::object& secondaryBias) {
         const Cell cell = parse_cell(cell_name);
+        const CellOptions opts = options_for(cell, options);
         return dispatch(info(cell).gradient_name, source, [&](auto tag) {
           using S = decltype(tag);
-          return gradients_typed<S>(cell, options, source, recurrentWeight, sourceGradient, zState,
+          return gradients_typed<S>(opts, source, recurrentWeight, sourceGradient, zState,
                                     outputFwd, cellOutputFwd, stateGradient, cellGradient,
                                     inputWeight, bias, initState, initCell, mask, peephole,
                                     secondaryBias);

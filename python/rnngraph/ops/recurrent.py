@@ -169,7 +169,7 @@ def forward_op(graph, spec: CellSpec, arguments: dict, descriptor, name, outputs
     DGH = None if H is None else D * spec.gates * H
     shape_of = {"h": (T, N, DH), "c": (T, N, DH), "zState": (T, N, DGH)}
     wanted = outputs_for(descriptor)
-    options = descriptor.as_dict()
+    options = _core.CellOptions(spec.name, descriptor.as_dict())  # parsed once, used every run
     training = "zState" in wanted
 
     static = fully_known(tensors)
@@ -223,7 +223,7 @@ def gradient_op(graph, spec: CellSpec, arguments: dict, descriptor, name):
     check_matching_forward(op, spec, descriptor, tensors["zState"])
     bidirectional = descriptor.bidirectional
     sizes = infer_sizes(op, spec, tensors, bidirectional)
-    options = descriptor.as_dict()
+    options = _core.CellOptions(spec.name, descriptor.as_dict())
     returned = [label for label in spec.returned if tensors.get(label) is not None]
     static = fully_known(tensors)
 
