@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "output_pool.hpp"
+
 #include "rnngraph/arrays.hpp"
 
 namespace rnngraph::bind {
@@ -68,10 +70,10 @@ const S* input(const py::object& obj, const std::string& op, const char* label,
   return static_cast<const S*>(a.data());
 }
 
+// A new output array (large ones from the output pool, output_pool.hpp).
 template <class S>
 py::array_t<S> output(const Shape& shape) {
-  std::vector<py::ssize_t> dims(shape.begin(), shape.end());
-  return py::array_t<S>(dims);
+  return pooled_array<S>(std::vector<py::ssize_t>(shape.begin(), shape.end()));
 }
 
 inline bool flag(const py::dict& d, const char* key, bool fallback = false) {
