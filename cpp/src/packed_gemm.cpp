@@ -33,22 +33,29 @@ Index panel_vectors(Index cols) {
   return best;
 }
 
-// C[MR, NP panels] = beta·C + A[MR, kc]·B_panels[kc, ·]; panel q starts at b[q], and holds
-// cols[q] real columns. Every C element is summed over p in order.
+// C[MR, NP panels] = beta·C + A[MR, kc]·B_panels[kc, ·], A[r, p] = a[r·rs + p·ps]; panel q
+// starts at b[q] and holds cols[q] real columns. Every C element is summed over p in order.
+// With `ahead` (the next panel, at the same rows) each step also prefetches that panel's row
+// into L2: the next panel then arrives from L3 while this one is computed.
 template <class S, int MR, int NP, int NV>
-void panel_block(Index kc, const S* a, Index lda, const S* const* b, const Index* cols,
-                 const Index* c_offset, S beta, S* c, Index ldc) {
+void panel_block(Index kc, const S* a, Index rs, Index ps, const S* const* b, const Index* cols,
+                 const Index* c_offset, S beta, S* c, Index ldc, const S* ahead = nullptr) {
   using V = typename Vec<S>::type;
   constexpr int L = Vec<S>::lanes, W = NV * L;
   V acc[MR][NP * NV];
   for (int r = 0; r < MR; ++r)
     for (int v = 0; v < NP * NV; ++v) acc[r][v] = V{};
   for (Index p = 0; p < kc; ++p) {
+    if (ahead) {
+      for (int line = 0; line < W * static_cast<int>(sizeof(S)); line += 64) {
+        __builtin_prefetch(reinterpret_cast<const char*>(ahead + p * W) + line, 0, 2);
+      }
+    }
     V bv[NP * NV];
     for (int q = 0; q < NP; ++q)
       for (int v = 0; v < NV; ++v) bv[q * NV + v] = load<V>(b[q] + p * W + v * L);
     for (int r = 0; r < MR; ++r) {
-      const S av = a[r * lda + p];
+      const S av = a[r * rs + p * ps];
       for (int v = 0; v < NP * NV; ++v) acc[r][v] += av * bv[v];
     }
   }
@@ -70,11 +77,31 @@ void panel_block(Index kc, const S* a, Index lda, const S* const* b, const Index
   }
 }
 
+// A's rows in blocks of MR, each block p-major (block[p·mr + r]), so a tile's broadcasts
+// read one contiguous stream: rows of A a power-of-two apart (H = 512, 1024) would
+// otherwise fall into the same L1 set and evict each other.
+template <class S, int MR>
+const S* pack_rows(Index m, Index kc, const S* a, Index lda, Buffer<S>& buffer) {
+  buffer.resize(static_cast<size_t>(m * kc));
+  for (Index i0 = 0; i0 < m; i0 += MR) {
+    const Index mr = std::min<Index>(MR, m - i0);
+    S* __restrict dst = buffer.data() + i0 * kc;
+    for (Index r = 0; r < mr; ++r) {
+      const S* __restrict src = a + (i0 + r) * lda;
+      for (Index p = 0; p < kc; ++p) dst[p * mr + r] = src[p];
+    }
+  }
+  return buffer.data();
+}
+
 // Panels [first, last) NP at a time, all rows of A per group of panels (the panels stay in
 // cache while the rows pass over them). (Cutting k into L1-sized pieces measured slower.)
+// With `packed_rows` A is first packed by pack_rows.
 template <class S, int MR, int NP, int NV>
-Index panel_sweep(Index m, Index k0, Index kc, const S* a, Index lda, const PackedPanels<S>& b,
-                  Index first, Index i, Index last, S beta, S* c, Index ldc) {
+Index panel_sweep(Index m, Index k0, Index kc, const S* a, Index lda, bool packed_rows,
+                  const PackedPanels<S>& b, Index first, Index i, Index last, S beta, S* c, Index ldc) {
+  Buffer<S> rows;
+  if (packed_rows && i + NP <= last) a = pack_rows<S, MR>(m, kc, a, lda, rows);
   const Index c0 = b.first_column(first);
   for (; i + NP <= last; i += NP) {
     const S* panels[NP];
@@ -86,8 +113,11 @@ Index panel_sweep(Index m, Index k0, Index kc, const S* a, Index lda, const Pack
     }
     for (Index i0 = 0; i0 < m; i0 += MR) {
       with_rows<MR>(std::min<Index>(MR, m - i0), [&](auto mr) {
-        panel_block<S, decltype(mr)::value, NP, NV>(kc, a + i0 * lda, lda, panels, cols, offset, beta,
-                                                    c + i0 * ldc, ldc);
+        constexpr int R = decltype(mr)::value;
+        const S* block = packed_rows ? a + i0 * kc : a + i0 * lda;
+        const S* ahead = NP == 1 && i0 == 0 && i + 1 < last ? b.panel(i + 1) + k0 * b.width : nullptr;
+        panel_block<S, R, NP, NV>(kc, block, packed_rows ? 1 : lda, packed_rows ? R : 1, panels, cols,
+                                  offset, beta, c + i0 * ldc, ldc, ahead);
       });
     }
   }
@@ -158,9 +188,10 @@ void packed_gemm(Index m, Index k0, Index kc, const S* a, Index lda, const Packe
     if (m <= kFewRows) {
       // One or two rows: three panels at once give enough independent accumulators to hide
       // the FMA latency of this bandwidth-bound product.
-      i = panel_sweep<S, kFewRows, 3, NV>(m, k0, kc, a, lda, b, first, i, last, beta, c, ldc);
+      i = panel_sweep<S, kFewRows, 3, NV>(m, k0, kc, a, lda, false, b, first, i, last, beta, c, ldc);
     }
-    panel_sweep<S, kTileRows<NV>, 1, NV>(m, k0, kc, a, lda, b, first, i, last, beta, c, ldc);
+    panel_sweep<S, kTileRows<NV>, 1, NV>(m, k0, kc, a, lda, m > kFewRows, b, first, i, last, beta, c,
+                                         ldc);
   };
   simd::with_rows<kPanelVectors>(b.width / Vec<S>::lanes, sweep);
 }
