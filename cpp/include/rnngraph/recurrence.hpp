@@ -124,7 +124,7 @@ void carry_to_previous(Index rows, Index cols, Index ld, const S* dhm, const S* 
 // Up to this many rows of x, the input projection streams packed weights (when there are
 // some) with the panel kernel; more rows go to the BLAS, which blocks x for its caches.
 constexpr Index kPackedProjectionRows = 256;
-constexpr Index kParallelProjection = Index(1) << 18;  // multiply-adds worth a second thread
+constexpr Index kParallelProjection = Index(1) << 19;  // multiply-adds worth a second thread
 
 // x' = x·Wᵀ for every step and both directions, [T·N, D·G·H] (bias added by the caller).
 template <class S>
