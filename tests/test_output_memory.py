@@ -66,3 +66,23 @@ def test_outputs_outlive_their_graph_and_views_keep_memory_alive():
     for _ in range(3):  # runs that could reuse the memory if the view did not hold it
         harness.forward("GRU", x, rg.GRUDescriptor())
     np.testing.assert_array_equal(view, expected)
+
+
+def test_outputs_are_aligned_and_repeated_runs_identical():
+    # Odd sizes: rows at every alignment; the element-wise code must split them the same way
+    # on every run, which 64-byte aligned outputs guarantee.
+    rng = np.random.default_rng(6)
+    for cell in ("singleGateRNN", "LSTM", "GRU"):
+        x = harness.make_inputs(cell, rng, T=5, N=3, I=7, H=37, mask=True, peephole=True,
+                                secondaryBias=True)
+        desc = harness.descriptor(cell, training=True)
+        dy = rng.standard_normal((5, 3, 37))
+        runs = [(harness.forward(cell, x, desc), harness.gradients(cell, x, desc, dy)) for _ in range(4)]
+        for out, grads in runs:
+            for array in (*out.values(), *grads.values()):
+                assert array.ctypes.data % 64 == 0
+        for out, grads in runs[1:]:
+            for key in out:
+                np.testing.assert_array_equal(out[key], runs[0][0][key], err_msg=f"{cell} {key}")
+            for key in grads:
+                np.testing.assert_array_equal(grads[key], runs[0][1][key], err_msg=f"{cell} d{key}")

@@ -22,7 +22,7 @@ void destroy(PooledBlock* block) {
 }  // namespace
 
 PooledBlock* pool_take(size_t bytes) {
-  {
+  if (bytes >= kPooledBytes) {
     std::lock_guard<std::mutex> lock(pool_mutex);
     // The most recent block that fits without wasting more than a quarter of itself.
     for (size_t i = kept.size(); i-- > 0;) {
@@ -41,6 +41,7 @@ PooledBlock* pool_take(size_t bytes) {
 }
 
 void pool_give_back(PooledBlock* block) {
+  if (block->capacity < kPooledBytes) return destroy(block);
   std::vector<PooledBlock*> dropped;
   {
     std::lock_guard<std::mutex> lock(pool_mutex);
