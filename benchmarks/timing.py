@@ -15,22 +15,8 @@ def measure(step, budget_s: float = 2.0, min_reps: int = 10, max_reps: int = 100
     Two warm-up calls (one for steps over 0.5 s), then repetitions filling ``budget_s``:
     at least ``min_reps`` for steps under 0.25 s, at least 3 for larger ones.
     """
-    time.sleep(settle_s)
-    t0 = time.perf_counter()
-    step()
-    first = time.perf_counter() - t0
-    if first < 0.5:
-        t0 = time.perf_counter()
-        step()
-        first = time.perf_counter() - t0
-    floor = min_reps if first < 0.25 else 3
-    reps = max(floor, min(max_reps, int(budget_s / max(first, 1e-9))))
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - t0)
-    return {"median_ms": 1e3 * statistics.median(times), "min_ms": 1e3 * min(times), "reps": reps}
+    return measure_interleaved({"step": step}, budget_s=budget_s, rounds=1, min_reps=min_reps,
+                               max_reps=max_reps, settle_s=settle_s)["step"]
 
 
 def measure_interleaved(steps: dict, budget_s: float = 2.0, rounds: int = 4, min_reps: int = 10,
