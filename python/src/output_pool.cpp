@@ -10,9 +10,18 @@ constexpr size_t kKeptBlocks = 16;                    // at most this many block
 constexpr size_t kKeptBytes = size_t(1) << 31;        // and this many bytes in all
 constexpr std::align_val_t kAlign{64};
 
-std::mutex pool_mutex;
-std::vector<PooledBlock*> kept;  // most recently given back last
-size_t kept_bytes = 0;
+struct Pool {
+  std::mutex mutex;
+  std::vector<PooledBlock*> kept;  // most recently given back last
+  size_t kept_bytes = 0;
+};
+
+// Never destroyed: an array may be freed during interpreter shutdown, after static
+// destructors would have run.
+Pool& pool() {
+  static Pool* instance = new Pool;
+  return *instance;
+}
 
 void destroy(PooledBlock* block) {
   ::operator delete(block->data, kAlign);
@@ -23,13 +32,14 @@ void destroy(PooledBlock* block) {
 
 PooledBlock* pool_take(size_t bytes) {
   if (bytes >= kPooledBytes) {
-    std::lock_guard<std::mutex> lock(pool_mutex);
+    Pool& p = pool();
+    std::lock_guard<std::mutex> lock(p.mutex);
     // The most recent block that fits without wasting more than a quarter of itself.
-    for (size_t i = kept.size(); i-- > 0;) {
-      PooledBlock* block = kept[i];
+    for (size_t i = p.kept.size(); i-- > 0;) {
+      PooledBlock* block = p.kept[i];
       if (block->capacity >= bytes && block->capacity - bytes <= block->capacity / 4) {
-        kept.erase(kept.begin() + static_cast<std::ptrdiff_t>(i));
-        kept_bytes -= block->capacity;
+        p.kept.erase(p.kept.begin() + static_cast<std::ptrdiff_t>(i));
+        p.kept_bytes -= block->capacity;
         return block;
       }
     }
@@ -44,13 +54,14 @@ void pool_give_back(PooledBlock* block) {
   if (block->capacity < kPooledBytes) return destroy(block);
   std::vector<PooledBlock*> dropped;
   {
-    std::lock_guard<std::mutex> lock(pool_mutex);
-    kept.push_back(block);
-    kept_bytes += block->capacity;
-    while (kept.size() > kKeptBlocks || kept_bytes > kKeptBytes) {
-      dropped.push_back(kept.front());
-      kept_bytes -= kept.front()->capacity;
-      kept.erase(kept.begin());
+    Pool& p = pool();
+    std::lock_guard<std::mutex> lock(p.mutex);
+    p.kept.push_back(block);
+    p.kept_bytes += block->capacity;
+    while (p.kept.size() > kKeptBlocks || p.kept_bytes > kKeptBytes) {
+      dropped.push_back(p.kept.front());
+      p.kept_bytes -= p.kept.front()->capacity;
+      p.kept.erase(p.kept.begin());
     }
   }
   for (PooledBlock* b : dropped) destroy(b);
