@@ -72,41 +72,15 @@ void small_gemm(Trans ta, Trans tb, Index m, Index n, Index k, S alpha, const S*
 }
 
 // ---------------------------------------------------------------------------------------
-// Kernels for the per-step products of the recurrence: few rows (the batch) against a large
-// weight matrix. A BLAS call repacks the whole weight matrix on every call, which costs more
-// than the arithmetic when the batch is small; these register-blocked kernels stream the
-// weights in place instead (packed_gemm.cpp streams a copy packed once per call). Every C
-// element is summed in a fixed order, so results never depend on buffer alignment.
+// The forward step's product for a batch of a few rows when R is not packed: hm·Rᵀ as dot
+// products along R's own rows (a BLAS call would repack all of R every step, and a packed
+// copy costs more than a few rows' product; packed_gemm.cpp serves the other cases). Every
+// C element is summed in a fixed order, so results never depend on buffer alignment.
 using simd::kWide;
 using simd::load;
 using simd::store_value;
 using simd::Vec;
 using simd::with_rows;
-constexpr Index kRecurrentRows = 128;  // up to this many rows of A the plain form wins
-
-// C[MR, NV·lanes] = beta·C + A[MR, k]·B[k, NV·lanes]; B rows are ldb apart.
-template <class S, int MR, int NV>
-void nn_block(Index k, const S* a, Index lda, const S* b, Index ldb, S beta, S* c, Index ldc) {
-  using V = typename Vec<S>::type;
-  constexpr int L = Vec<S>::lanes;
-  V acc[MR][NV];
-  for (int r = 0; r < MR; ++r)
-    for (int v = 0; v < NV; ++v) acc[r][v] = V{};
-  for (Index p = 0; p < k; ++p) {
-    V bv[NV];
-    for (int v = 0; v < NV; ++v) bv[v] = load<V>(b + p * ldb + v * L);
-    for (int r = 0; r < MR; ++r) {
-      const S av = a[r * lda + p];
-      for (int v = 0; v < NV; ++v) acc[r][v] += av * bv[v];
-    }
-  }
-  for (int r = 0; r < MR; ++r) {
-    for (int v = 0; v < NV; ++v) {
-      S* out = c + r * ldc + v * L;
-      for (int l = 0; l < L; ++l) out[l] = store_value(beta, out[l], acc[r][v][l]);
-    }
-  }
-}
 
 // C[MR, NR] = beta·C + A[MR, k]·B[NR, k]ᵀ: dot products along k, lanes summed in order.
 template <class S, int MR, int NR>
@@ -135,37 +109,6 @@ void nt_block(Index k, const S* a, Index lda, const S* b, Index ldb, S beta, S* 
 }
 
 template <class S>
-void recurrent_nn(Index m, Index n, Index k, const S* a, Index lda, const S* b, Index ldb, S beta,
-                  S* c, Index ldc) {
-  constexpr int L = Vec<S>::lanes;
-  constexpr int MR = kWide ? 8 : 4, NV = kWide ? 3 : 2;
-  Index j0 = 0;
-  auto columns = [&](auto nv) {
-    constexpr int W = decltype(nv)::value;
-    for (; j0 + W * L <= n; j0 += W * L) {
-      for (Index i0 = 0; i0 < m; i0 += MR) {
-        with_rows<MR>(std::min<Index>(MR, m - i0), [&](auto mr) {
-          nn_block<S, decltype(mr)::value, W>(k, a + i0 * lda, lda, b + j0, ldb, beta,
-                                              c + i0 * ldc + j0, ldc);
-        });
-      }
-    }
-  };
-  if (m <= 2) {
-    // One or two rows (a batch of one): many independent accumulators per row hide the FMA
-    // latency that would otherwise bound this bandwidth-bound product.
-    columns(std::integral_constant<int, kWide ? 8 : 4>{});
-  }
-  columns(std::integral_constant<int, NV>{});
-  columns(std::integral_constant<int, 1>{});
-  if (j0 < n) {
-    for (Index i = 0; i < m; ++i) {
-      small_gemm_panel<S, L>(false, false, i, j0, n - j0, k, S(1), a, lda, b, ldb, beta, c + i * ldc);
-    }
-  }
-}
-
-template <class S>
 void recurrent_nt(Index m, Index n, Index k, const S* a, Index lda, const S* b, Index ldb, S beta,
                   S* c, Index ldc) {
   constexpr int MR = kWide ? 4 : 2, NR = 4;
@@ -181,21 +124,19 @@ void recurrent_nt(Index m, Index n, Index k, const S* a, Index lda, const S* b, 
   }
 }
 
-// Whether a product goes to the kernels above (op(A) plain, few rows, enough work to matter).
-// The dot-product form re-reads A for every four rows of B, so it takes fewer rows.
+// Whether a product goes to the dot-product kernel above: A plain with few rows (it re-reads
+// A for every four rows of B), B transposed (R's own rows), enough work to matter.
 constexpr Index kRecurrentDotRows = 16;
 
 bool recurrent_shape(Trans ta, Trans tb, Index m, Index n, Index k) {
-  const Index rows = tb == Trans::no ? kRecurrentRows : kRecurrentDotRows;
-  return ta == Trans::no && m <= rows && n * k >= 1024;
+  return ta == Trans::no && tb == Trans::yes && m <= kRecurrentDotRows && n * k >= 1024;
 }
 
 template <class S>
 bool try_recurrent(Trans ta, Trans tb, Index m, Index n, Index k, S alpha, const S* a, Index lda,
                    const S* b, Index ldb, S beta, S* c, Index ldc) {
   if (alpha != S(1) || !recurrent_shape(ta, tb, m, n, k)) return false;
-  if (tb == Trans::no) recurrent_nn(m, n, k, a, lda, b, ldb, beta, c, ldc);
-  else recurrent_nt(m, n, k, a, lda, b, ldb, beta, c, ldc);
+  recurrent_nt(m, n, k, a, lda, b, ldb, beta, c, ldc);
   return true;
 }
 
@@ -243,7 +184,7 @@ void gemm(Trans ta, Trans tb, Index m, Index n, Index k, S alpha, const S* a, In
   const int threads =
       (m * n * k >= kParallelGemm && !in_parallel_part()) ? get_num_threads() : 1;
   if (threads <= 1) return serial_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-  // Few rows (a recurrent step) or more columns than rows: cut the columns; else the rows.
+  // Few rows (a forward step) or more columns than rows: cut the columns; else the rows.
   const bool by_columns = recurrent_shape(ta, tb, m, n, k) || n > m;
   const Index extent = by_columns ? n : m;
   const int parts = static_cast<int>(std::min<Index>(threads, std::max<Index>(1, extent / 16)));

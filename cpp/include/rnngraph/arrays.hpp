@@ -43,19 +43,4 @@ inline Seq<const S> as_const(const Seq<S>& s) {
   return Seq<const S>{s.base, s.step, s.ld};
 }
 
-// dst [cols, rows] = srcᵀ for a dense row-major src [rows, cols], in cache-sized tiles.
-template <class S>
-void transpose_into(const S* src, Index rows, Index cols, S* dst) {
-  constexpr Index kTile = 8;  // 8 lines per tile: power-of-two strides alias in the L1 sets
-  for (Index i0 = 0; i0 < rows; i0 += kTile) {
-    const Index i1 = std::min(rows, i0 + kTile);
-    for (Index j0 = 0; j0 < cols; j0 += kTile) {
-      const Index j1 = std::min(cols, j0 + kTile);
-      for (Index i = i0; i < i1; ++i) {
-        for (Index j = j0; j < j1; ++j) dst[j * rows + i] = src[i * cols + j];
-      }
-    }
-  }
-}
-
 }  // namespace rnngraph

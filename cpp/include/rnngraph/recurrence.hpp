@@ -32,9 +32,10 @@ namespace rnngraph {
 
 namespace detail {
 
-// R is packed into panels once per call (packed_gemm.hpp) when T·N reaches kPackWeightsRows
-// and the batch reaches kPackWeightsBatch or the hidden size is at most kPackWeightsHidden.
-// A batch of a few rows streams R's own rows as dot products faster than a copy is made.
+// The forward packs Rᵀ into panels once per call (packed_gemm.hpp) when T·N reaches
+// kPackWeightsRows and the batch reaches kPackWeightsBatch or the hidden size is at most
+// kPackWeightsHidden: a batch of a few rows streams R's own rows as dot products faster than
+// a copy is made. (The backward always packs R.)
 constexpr Index kPackWeightsRows = 32;
 constexpr Index kPackWeightsBatch = 16;
 constexpr Index kPackWeightsHidden = 128;
@@ -345,8 +346,8 @@ void backward_team(const Cell& cell, const RNNShape& s, const GradientArgs<S>& a
   if (a.stateGradient) block(carry.data(), N, H, H) = cblock(a.stateGradient, N, H, DH);
   SpinBarrier barrier(team);
 
-  // Each thread's columns of dL/dhm: whole panels of the packed R, or runs of 16 columns.
-  const Index unit_step = dir.weight_panels ? dir.weight_panels->width : 16;
+  // Each thread's columns of dL/dhm: whole panels of the packed R.
+  const Index unit_step = dir.weight_panels->width;
 
   run_parts(team, true, [&](int p) {
     const auto [col0, col1] = team_share(p, team, H, unit_step);
@@ -487,15 +488,12 @@ void recurrent_gradients(const Cell& cell, const RNNShape& s, bool reverse,
   std::vector<CellBackwardState<S>> states(D);
   std::vector<Buffer<S>> hp_all(D), hm_all(D);
   // R [G·H, H] packed once per call, per direction, for the steps' products dQ·R.
-  const bool pack = detail::pack_weights(s);
-  std::vector<PackedPanels<S>> weights(pack ? D : 0);
+  std::vector<PackedPanels<S>> weights(D);
   for (int d = 0; d < s.D(); ++d) {
     dirs.push_back(detail::make_direction(s, reverse, d, a.recurrentWeight, a.peephole,
                                           a.secondaryBias, a.mask));
-    if (pack) {
-      pack_panels(dirs.back().recurrentWeight, H, 1, GH, 1, H, weights[static_cast<size_t>(d)]);
-      dirs.back().weight_panels = &weights[static_cast<size_t>(d)];
-    }
+    pack_panels(dirs.back().recurrentWeight, H, 1, GH, 1, H, weights[static_cast<size_t>(d)]);
+    dirs.back().weight_panels = &weights[static_cast<size_t>(d)];
     detail::prepare_direction(cell, s, a, dirs.back(), dxp_all, dq_all, states[d], hp_all[d], hm_all[d]);
   }
 

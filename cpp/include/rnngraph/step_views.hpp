@@ -22,7 +22,7 @@ struct Direction {
   Index batch_stride = 0;  // rows per timestep in the shared tensors (the op's whole N)
   const S* recurrentWeight = nullptr;   // [G·H, H]
   const PackedPanels<S>* weight_t_panels = nullptr;  // Rᵀ [H, G·H] packed for this call's forward steps
-  const PackedPanels<S>* weight_panels = nullptr;    // R [G·H, H] packed for its backward steps
+  const PackedPanels<S>* weight_panels = nullptr;    // R [G·H, H] packed for its backward steps (always)
   const S* peephole = nullptr;          // [4H] (LSTM)
   const S* secondaryBias = nullptr;     // [H] (GRU)
   const S* mask = nullptr;              // [T, N, D·H] at this direction's block, or nullptr
@@ -45,18 +45,14 @@ struct Direction {
     }
   }
   // C = beta·C + A·R_g for the gate rows [g0, g0 + gates) of R, A [rows, gates·H] (lda),
-  // C [rows, H]; only the output columns [col0, col1) (whole panels when R is packed).
+  // C [rows, H]; only the output columns [col0, col1), whole panels of the packed R (the
+  // backward always packs R: its product has no cheaper unpacked form).
   void times_weight(Index rows, Index g0, Index gates, const S* A, Index lda, S beta, S* C,
                     Index ldc, Index col0 = 0, Index col1 = -1) const {
     if (col1 < 0) col1 = H;
-    if (weight_panels) {
-      const Index w = weight_panels->width;
-      packed_gemm(rows, g0 * H, gates * H, A, lda, *weight_panels, col0 / w, (col1 + w - 1) / w, beta,
-                  C + col0, ldc);
-    } else {
-      gemm(Trans::no, Trans::no, rows, col1 - col0, gates * H, S(1), A, lda,
-           recurrentWeight + g0 * H * H + col0, H, beta, C + col0, ldc);
-    }
+    const Index w = weight_panels->width;
+    packed_gemm(rows, g0 * H, gates * H, A, lda, *weight_panels, col0 / w, (col1 + w - 1) / w, beta,
+                C + col0, ldc);
   }
   const S* mask_at(Index t) const { return mask + t * batch_stride * state_ld; }
   // The same direction restricted to batch rows [row0, row0 + count).
