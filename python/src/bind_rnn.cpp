@@ -135,24 +135,30 @@ CellOptions options_for(Cell cell, const py::object& options) {
   return parse_options(cell, py::reinterpret_borrow<py::dict>(options));
 }
 
-// Sizes from source and recurrentWeight, checked against each other.
-RNNShape infer_shape(const CellOptions& opts, const std::string& op, const py::object& source,
-                     const py::object& recurrentWeight, bool has_input_weight) {
+// Gates, directions and H from the options and recurrentWeight (rank checked).
+RNNShape weight_sizes(const CellOptions& opts, const std::string& op, const py::object& recurrentWeight) {
   RNNShape s;
   s.gates = info(opts.cell).gates;
   s.bidirectional = opts.bidirectional;
-  s.has_input_weight = has_input_weight;
-  py::array src = as_array(source, op + ": source");
   py::array R = as_array(recurrentWeight, op + ": recurrentWeight");
-  if (src.ndim() != 3) {
-    throw py::value_error(op + ": source: expected rank 3 [T, N, I], got shape " + shape_str(shape_of(src)));
-  }
   if (R.ndim() != (s.bidirectional ? 3 : 2)) {
     throw py::value_error(op + ": recurrentWeight: expected rank " + std::to_string(s.bidirectional ? 3 : 2) +
                           ", got shape " + shape_str(shape_of(R)));
   }
   s.H = R.shape(R.ndim() - 1);
   if (s.H <= 0) throw py::value_error(op + ": recurrentWeight: hidden size H must be positive");
+  return s;
+}
+
+// Sizes from source and recurrentWeight, checked against each other.
+RNNShape infer_shape(const CellOptions& opts, const std::string& op, const py::object& source,
+                     const py::object& recurrentWeight, bool has_input_weight) {
+  RNNShape s = weight_sizes(opts, op, recurrentWeight);
+  s.has_input_weight = has_input_weight;
+  py::array src = as_array(source, op + ": source");
+  if (src.ndim() != 3) {
+    throw py::value_error(op + ": source: expected rank 3 [T, N, I], got shape " + shape_str(shape_of(src)));
+  }
   s.T = src.shape(0);
   s.N = src.shape(1);
   s.I = has_input_weight ? src.shape(2) : 0;
@@ -318,16 +324,7 @@ void bind_rnn(py::module_& m) {
         result->cell = cell;
         dispatch(op, recurrentWeight, [&](auto tag) {
           using S = decltype(tag);
-          py::array R = as_array(recurrentWeight, op + ": recurrentWeight");
-          RNNShape s;
-          s.gates = info(cell).gates;
-          s.bidirectional = opts.bidirectional;
-          if (R.ndim() != (s.bidirectional ? 3 : 2)) {
-            throw py::value_error(op + ": recurrentWeight: expected rank " +
-                                  std::to_string(s.bidirectional ? 3 : 2) + ", got shape " +
-                                  shape_str(shape_of(R)));
-          }
-          s.H = R.shape(R.ndim() - 1);
+          RNNShape s = weight_sizes(opts, op, recurrentWeight);
           s.has_input_weight = !inputWeight.is_none();
           if (s.has_input_weight) {
             py::array W = as_array(inputWeight, op + ": inputWeight");
