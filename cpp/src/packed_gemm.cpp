@@ -16,7 +16,7 @@ using simd::with_rows;
 // Register tile: MR rows of A against NP panels of NV vectors each. Panels of two vectors
 // (128 bytes a row with AVX-512) measured faster than three, even where three pad less.
 constexpr int kPanelVectors = 2;  // the widest panel, in vectors
-// MR for three or more rows: 24 accumulators with AVX-512's 32 registers, 12 with 16.
+// MR for three or more rows: 24 accumulators of AVX-512's 32 registers, 12 of AVX2's 16.
 template <int NV>
 constexpr int kTileRows = simd::kWide ? (NV == 2 ? 12 : 16) : (NV == 2 ? 6 : 12);
 constexpr int kFewRows = 2;                         // up to this many rows, NP = 3 panels
@@ -35,13 +35,12 @@ Index panel_vectors(Index cols) {
 
 // C[MR, NP panels] = beta·C + A[MR, kc]·B_panels[kc, ·], A[r, p] = a[r·rs + p·ps]; panel q
 // starts at b[q] and holds cols[q] real columns. Every C element is summed over p in order.
-// With `ahead` (the next NP panels, at the same rows, panel_stride apart) each step also
-// prefetches their rows into L2: they then arrive from L3 while these are computed. (Used for
-// the many-row tiles; the one- or two-row products measured slower with it.)
+// With `ahead` (the next panel, at the same rows) each step also prefetches that panel's row
+// into L2: it then arrives from L3 while this one is computed. (Used for the many-row tiles;
+// the one- or two-row products, three panels at a time, measured slower with it.)
 template <class S, int MR, int NP, int NV>
 void panel_block(Index kc, const S* a, Index rs, Index ps, const S* const* b, const Index* cols,
-                 const Index* c_offset, S beta, S* c, Index ldc, const S* ahead = nullptr,
-                 Index panel_stride = 0) {
+                 const Index* c_offset, S beta, S* c, Index ldc, const S* ahead = nullptr) {
   using V = typename Vec<S>::type;
   constexpr int L = Vec<S>::lanes, W = NV * L;
   V acc[MR][NP * NV];
@@ -49,10 +48,8 @@ void panel_block(Index kc, const S* a, Index rs, Index ps, const S* const* b, co
     for (int v = 0; v < NP * NV; ++v) acc[r][v] = V{};
   for (Index p = 0; p < kc; ++p) {
     if (ahead) {
-      for (int q = 0; q < NP; ++q) {
-        const char* row = reinterpret_cast<const char*>(ahead + q * panel_stride + p * W);
-        for (int line = 0; line < W * static_cast<int>(sizeof(S)); line += 64) __builtin_prefetch(row + line, 0, 2);
-      }
+      const char* row = reinterpret_cast<const char*>(ahead + p * W);
+      for (int line = 0; line < W * static_cast<int>(sizeof(S)); line += 64) __builtin_prefetch(row + line, 0, 2);
     }
     V bv[NP * NV];
     for (int q = 0; q < NP; ++q)
@@ -118,9 +115,9 @@ Index panel_sweep(Index m, Index k0, Index kc, const S* a, Index lda, bool packe
       with_rows<MR>(std::min<Index>(MR, m - i0), [&](auto mr) {
         constexpr int R = decltype(mr)::value;
         const S* block = packed_rows ? a + i0 * kc : a + i0 * lda;
-        const S* ahead = NP == 1 && i0 == 0 && i + 1 < last ? b.panel(i + NP) + k0 * b.width : nullptr;
+        const S* ahead = NP == 1 && i0 == 0 && i + 1 < last ? b.panel(i + 1) + k0 * b.width : nullptr;
         panel_block<S, R, NP, NV>(kc, block, packed_rows ? 1 : lda, packed_rows ? R : 1, panels, cols,
-                                  offset, beta, c + i0 * ldc, ldc, ahead, b.k * b.width);
+                                  offset, beta, c + i0 * ldc, ldc, ahead);
       });
     }
   }
