@@ -4,6 +4,7 @@
 #include "simd.hpp"
 
 #include <cstring>
+#include <vector>
 
 namespace rnngraph {
 namespace {
@@ -79,10 +80,12 @@ void panel_block(Index kc, const S* a, Index rs, Index ps, const S* const* b, co
 
 // A's rows in blocks of MR, each block p-major (block[p·mr + r]), so a tile's broadcasts
 // read one contiguous stream: rows of A a power-of-two apart (H = 512, 1024) would
-// otherwise fall into the same L1 set and evict each other.
+// otherwise fall into the same L1 set and evict each other. The copy lives in a per-thread
+// buffer that only grows, so the steps of a time loop allocate nothing.
 template <class S, int MR>
-const S* pack_rows(Index m, Index kc, const S* a, Index lda, Buffer<S>& buffer) {
-  buffer.resize(static_cast<size_t>(m * kc));
+const S* pack_rows(Index m, Index kc, const S* a, Index lda) {
+  thread_local std::vector<S, AlignedAllocator<S>> buffer;
+  if (buffer.size() < static_cast<size_t>(m * kc)) buffer.resize(static_cast<size_t>(m * kc));
   for (Index i0 = 0; i0 < m; i0 += MR) {
     const Index mr = std::min<Index>(MR, m - i0);
     S* __restrict dst = buffer.data() + i0 * kc;
@@ -100,8 +103,7 @@ const S* pack_rows(Index m, Index kc, const S* a, Index lda, Buffer<S>& buffer) 
 template <class S, int MR, int NP, int NV>
 Index panel_sweep(Index m, Index k0, Index kc, const S* a, Index lda, bool packed_rows,
                   const PackedPanels<S>& b, Index first, Index i, Index last, S beta, S* c, Index ldc) {
-  Buffer<S> rows;
-  if (packed_rows && i + NP <= last) a = pack_rows<S, MR>(m, kc, a, lda, rows);
+  if (packed_rows && i + NP <= last) a = pack_rows<S, MR>(m, kc, a, lda);
   const Index c0 = b.first_column(first);
   for (; i + NP <= last; i += NP) {
     const S* panels[NP];
