@@ -1,6 +1,7 @@
 #include "rnngraph/gru.hpp"
 
 #include "rnngraph/recurrence.hpp"
+#include "vector_math.hpp"
 
 namespace rnngraph {
 namespace {

@@ -1,6 +1,7 @@
 #include "rnngraph/lstm.hpp"
 
 #include "rnngraph/recurrence.hpp"
+#include "vector_math.hpp"
 
 namespace rnngraph {
 namespace {
@@ -19,27 +20,38 @@ struct LSTMCell {
   }
   int recurrent_gates() const { return 4; }
 
-  static auto row(const S* p, Index H) { return Eigen::Map<const Eigen::Array<S, 1, Eigen::Dynamic>>(p, H); }
-
+  // One pass over each row, a vector of columns at a time with all four gates in registers.
   void forward_step(const Direction<S>& dir, const ForwardStep<S>& st) const {
-    const Index N = dir.N, H = dir.H, ld = st.ld_gates;
-    auto gate = [&](Index g) { return block(st.gates + g * H, N, H, ld); };
-    block(st.gates, N, 4 * H, ld) = cblock(st.xp, N, 4 * H, st.ld_xp) + cblock(st.q, N, 4 * H, 4 * H);
-    const auto cp = cblock(st.cp, N, H, st.ld_cp);
-    // Peephole on all four gates, from the previous cell (Apple's form, SPEC.md section 5).
-    if (dir.peephole) {
-      for (Index g = 0; g < 4; ++g) gate(g) += cp.rowwise() * row(dir.peephole + g * H, H);
+    using V = typename simd::Vec<S>::type;
+    const Index H = dir.H;
+    for (Index n = 0; n < dir.N; ++n) {
+      const S* xp = st.xp + n * st.ld_xp;
+      const S* q = st.q + n * 4 * H;
+      const S* cp = st.cp + n * st.ld_cp;
+      S* a = st.gates + n * st.ld_gates;
+      S* c = st.c + n * st.ld_c;
+      S* h = st.h + n * st.ld_h;
+      simd::for_each_vector<S>(H, [&](Index j, Index len) {
+        const simd::RowVector<S> at{j, len};
+        const V c_prev = at.load(cp);
+        // a_g = act_g(x'_g + hm·R_gᵀ [+ p_g ⊙ c_prev]): the peephole reads the previous cell
+        // on all four gates (Apple's form, SPEC.md section 5).
+        auto gate = [&](Index g, Activation act) {
+          V x = at.load(xp + g * H) + at.load(q + g * H);
+          if (dir.peephole) x += c_prev * at.load(dir.peephole + g * H);
+          x = simd::activate<S>(act, x);
+          at.store(a + g * H, x);
+          return x;
+        };
+        const V i = gate(gi, o.inputGateActivation);
+        const V f = gate(gf, o.forgetGateActivation);
+        const V z = gate(gz, o.cellGateActivation);
+        const V out = gate(go, o.outputGateActivation);
+        const V c_new = f * c_prev + i * z;
+        at.store(c, c_new);
+        at.store(h, out * simd::activate<S>(o.activation, c_new));
+      });
     }
-    activate(o.inputGateActivation, gate(gi));
-    activate(o.forgetGateActivation, gate(gf));
-    activate(o.cellGateActivation, gate(gz));
-    activate(o.outputGateActivation, gate(go));
-    auto c = block(st.c, N, H, st.ld_c);
-    c = gate(gf) * cp + gate(gi) * gate(gz);
-    auto h = block(st.h, N, H, st.ld_h);
-    h = c;
-    activate(o.activation, h);
-    h *= gate(go);
   }
 
   // No outputFwd for the LSTM: h[t] = a_o ⊙ act(c[t]) is rebuilt once from zState and
@@ -73,38 +85,46 @@ struct LSTMCell {
     st.views.carry = st.carry.data();
   }
 
+  // One pass over each row, as the forward step. dc is the carried dL/dc (SPEC.md section 6).
   void backward_step(const Direction<S>& dir, const BackwardStep<S>& st,
                      const BackwardViews<S>& v) const {
-    const Index N = dir.N, H = dir.H, t = st.t, ldg = v.gates.ld;
-    const S* a = v.gates.at(t);
-    auto act = [&](Index g) { return cblock(a + g * H, N, H, ldg); };
-    auto dA = [&](Index g) { return block(st.dxp + g * H, N, H, st.ld_dxp); };
-    const auto dh = cblock(st.dh, N, H, H);
-    const auto act_c = cblock(v.act_c.at(t), N, H, v.act_c.ld);
-    const auto cp = cblock(v.cp.at(t), N, H, v.cp.ld);
-    auto dc = block(v.carry, N, H, H);
-    auto tmp = block(st.scratch, N, H, H);
-
-    // h = a_o ⊙ act(c): dL/dc += dh ⊙ a_o ⊙ act'(c).
-    tmp = dh * act(go);
-    multiply_by_derivative(o.activation, act_c, tmp);
-    dc += tmp;
-    dA(go) = dh * act_c;
-    multiply_by_derivative(o.outputGateActivation, act(go), dA(go));
-    // c = a_f ⊙ cp + a_i ⊙ a_z.
-    dA(gi) = dc * act(gz);
-    multiply_by_derivative(o.inputGateActivation, act(gi), dA(gi));
-    dA(gz) = dc * act(gi);
-    multiply_by_derivative(o.cellGateActivation, act(gz), dA(gz));
-    dA(gf) = dc * cp;
-    multiply_by_derivative(o.forgetGateActivation, act(gf), dA(gf));
-    // dL/dcp through the forget gate and through every peephole term.
-    dc *= act(gf);
-    if (dir.peephole) {
-      for (Index g = 0; g < 4; ++g) dc += dA(g).rowwise() * row(dir.peephole + g * H, H);
+    using V = typename simd::Vec<S>::type;
+    const Index H = dir.H, t = st.t;
+    for (Index n = 0; n < dir.N; ++n) {
+      const S* a = v.gates.at(t) + n * v.gates.ld;
+      const S* act_c = v.act_c.at(t) + n * v.act_c.ld;
+      const S* cp = v.cp.at(t) + n * v.cp.ld;
+      const S* dh = st.dh + n * H;
+      S* carry = v.carry + n * H;
+      S* dA = st.dxp + n * st.ld_dxp;
+      simd::for_each_vector<S>(H, [&](Index j, Index len) {
+        const simd::RowVector<S> at{j, len};
+        const V ai = at.load(a + gi * H), af = at.load(a + gf * H);
+        const V az = at.load(a + gz * H), ao = at.load(a + go * H);
+        const V g = at.load(dh), y = at.load(act_c), c_prev = at.load(cp);
+        // h = a_o ⊙ act(c): dL/dc += dh ⊙ a_o ⊙ act'(c).
+        V dc = at.load(carry) + simd::times_derivative<S>(o.activation, y, g * ao);
+        const V d_o = simd::times_derivative<S>(o.outputGateActivation, ao, g * y);
+        // c = a_f ⊙ c_prev + a_i ⊙ a_z.
+        const V d_i = simd::times_derivative<S>(o.inputGateActivation, ai, dc * az);
+        const V d_z = simd::times_derivative<S>(o.cellGateActivation, az, dc * ai);
+        const V d_f = simd::times_derivative<S>(o.forgetGateActivation, af, dc * c_prev);
+        at.store(dA + gi * H, d_i);
+        at.store(dA + gf * H, d_f);
+        at.store(dA + gz * H, d_z);
+        at.store(dA + go * H, d_o);
+        // dL/dc_prev through the forget gate and through every peephole term.
+        dc *= af;
+        if (dir.peephole) {
+          const S* p = dir.peephole;
+          dc += d_i * at.load(p + gi * H) + d_f * at.load(p + gf * H) + d_z * at.load(p + gz * H) +
+                d_o * at.load(p + go * H);
+        }
+        at.store(carry, dc);
+      });
     }
-    block(st.dhm, N, H, H).setZero();
-    block(st.dhp, N, H, H).setZero();
+    block(st.dhm, dir.N, H, H).setZero();
+    block(st.dhp, dir.N, H, H).setZero();
   }
 
   void finish_backward(const Direction<S>& dir, const GradientArgs<S>& a,

@@ -1,6 +1,7 @@
 #include "rnngraph/single_gate_rnn.hpp"
 
 #include "rnngraph/recurrence.hpp"
+#include "vector_math.hpp"
 
 namespace rnngraph {
 namespace {

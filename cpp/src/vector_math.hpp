@@ -1,0 +1,201 @@
+// The activations of SPEC.md section 2 on whole SIMD vectors, for the cells' element-wise
+// steps (each cell sweeps its rows once, a vector of columns at a time, with every gate of a
+// column in registers).
+//
+// float: exp and sigmoid (Cephes' expf polynomial) and tanh (Eigen's rational approximation)
+// are computed here with vector instructions, within a few ulp. double: each lane goes
+// through the C library, as accurate as before (double is the precision of gradient checks,
+// not of the benchmarks). NaN propagates through every activation and derivative.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "rnngraph/activation.hpp"
+#include "simd.hpp"
+
+namespace rnngraph {
+namespace simd {
+
+template <class V>
+inline V splat(typename std::remove_reference_t<decltype(V{}[0])> s) {
+  return V{} + s;
+}
+
+// p[0 : n) as a vector, zeros beyond n (n ≤ lanes); and the reverse store.
+template <class V, class S>
+inline V load_n(const S* p, Index n) {
+  V v{};
+  std::memcpy(&v, p, static_cast<size_t>(n) * sizeof(S));
+  return v;
+}
+template <class V, class S>
+inline void store_n(S* p, const V& v, Index n) {
+  std::memcpy(p, &v, static_cast<size_t>(n) * sizeof(S));
+}
+
+// f(j, n) for the vectors of a row of `cols` elements: columns [j, j + n), n = lanes but at
+// the row's tail. (The tail's vector is zero-padded: every activation of 0 is finite.)
+template <class S, class F>
+inline void for_each_vector(Index cols, F&& f) {
+  constexpr Index L = Vec<S>::lanes;
+  Index j = 0;
+  for (; j + L <= cols; j += L) f(j, L);
+  if (j < cols) f(j, cols - j);
+}
+
+// One row's vector at column j: a full load, or a zero-padded one at the tail.
+template <class S>
+struct RowVector {
+  using V = typename Vec<S>::type;
+  Index j, n;
+  V load(const S* row) const { return n == Vec<S>::lanes ? simd::load<V>(row + j) : load_n<V>(row + j, n); }
+  void store(S* row, const V& v) const {
+    if (n == Vec<S>::lanes) std::memcpy(row + j, &v, sizeof(V));
+    else store_n(row + j, v, n);
+  }
+};
+
+namespace detail {
+
+template <class V>
+using IntVec = decltype(V{} < V{});  // the signed integers of the lane width
+
+// exp(x) for float lanes (Cephes expf): x = n·ln2 + r, exp(r) by a degree-7 polynomial,
+// 2^n written into the exponent. x is clamped to [-87.3, 88] (normal results); NaN stays NaN.
+template <class V>
+inline V exp_float(V x) {
+  using VI = IntVec<V>;
+  x = x > 88.0f ? splat<V>(88.0f) : x;
+  x = x < -87.3f ? splat<V>(-87.3f) : x;
+  constexpr float magic = 12582912.0f;  // 1.5·2^23: adding it rounds to an integer
+  const V shifted = x * 1.44269504088896341f + magic;
+  const V n = shifted - magic;
+  V r = x - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  V p = 1.9875691500e-4f * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * (r * r) + r + 1.0f;
+  VI bits;
+  std::memcpy(&bits, &shifted, sizeof(V));
+  bits = (bits - 0x4B400000 + 127) << 23;  // 2^n from n held in the mantissa of `shifted`
+  V scale;
+  std::memcpy(&scale, &bits, sizeof(V));
+  return p * scale;
+}
+
+template <class V>
+inline V sigmoid_float(V x) {
+  return 1.0f / (1.0f + exp_float(-x));
+}
+
+// tanh for float lanes: the odd/even rational approximation Eigen uses, on x clamped to
+// ±7.9053 (where tanh is ±1 in float); |x| < 0.0004 returns x itself.
+template <class V>
+inline V tanh_float(V x) {
+  const V c = x > 7.90531110763549805f ? splat<V>(7.90531110763549805f)
+                                       : (x < -7.90531110763549805f ? splat<V>(-7.90531110763549805f) : x);
+  const V z = c * c;
+  V p = -2.76076847742355e-16f * z + 2.00018790482477e-13f;
+  p = p * z - 8.60467152213735e-11f;
+  p = p * z + 5.12229709037114e-08f;
+  p = p * z + 1.48572235717979e-05f;
+  p = p * z + 6.37261928875436e-04f;
+  p = p * z + 4.89352455891786e-03f;
+  V q = 1.19825839466702e-06f * z + 1.18534705686654e-04f;
+  q = q * z + 2.26843463243900e-03f;
+  q = q * z + 4.89352518554385e-03f;
+  const V a = x < 0.0f ? -x : x;
+  return a < 0.0004f ? x : c * p / q;
+}
+
+// Each lane through a scalar function (double).
+template <class V, class F>
+inline V per_lane(V x, F f) {
+  constexpr int L = sizeof(V) / sizeof(x[0]);
+  for (int l = 0; l < L; ++l) x[l] = f(x[l]);
+  return x;
+}
+
+}  // namespace detail
+
+// act(x), lane by lane.
+template <class S>
+inline typename Vec<S>::type activate(Activation act, typename Vec<S>::type x) {
+  using V = typename Vec<S>::type;
+  switch (act) {
+    case Activation::none:
+      return x;
+    case Activation::relu:
+      return x < S(0) ? V{} : x;
+    case Activation::tanh:
+      if constexpr (std::is_same_v<S, float>) return detail::tanh_float(x);
+      else return detail::per_lane(x, [](S v) { return std::tanh(v); });
+    case Activation::sigmoid:
+      if constexpr (std::is_same_v<S, float>) return detail::sigmoid_float(x);
+      else return detail::per_lane(x, [](S v) { return S(1) / (S(1) + std::exp(-v)); });
+    case Activation::hardSigmoid: {
+      // SPEC.md section 2 (pinned): clamp(0.2 x + 0.5, 0, 1).
+      const V y = S(0.2) * x + S(0.5);
+      return y < S(0) ? V{} : (y > S(1) ? splat<V>(S(1)) : y);
+    }
+  }
+  return x;
+}
+
+// g·act'(x) where y = act(x) is given (every derivative is a function of the activated
+// value, so the saved zState is enough). relu and hardSigmoid select g or 0, as a NaN g
+// times a zero derivative would not.
+template <class S>
+inline typename Vec<S>::type times_derivative(Activation act, typename Vec<S>::type y,
+                                              typename Vec<S>::type g) {
+  using V = typename Vec<S>::type;
+  switch (act) {
+    case Activation::none:
+      return g;
+    case Activation::relu:
+      return y > S(0) ? g : V{};
+    case Activation::tanh:
+      return g * (S(1) - y * y);
+    case Activation::sigmoid:
+      return g * (y * (S(1) - y));
+    case Activation::hardSigmoid:
+      return (y > S(0)) & (y < S(1)) ? S(0.2) * g : V{};
+  }
+  return g;
+}
+
+}  // namespace simd
+
+// x <- act(x) for a block, and g <- g·act'(x) from y = act(x): row by row, vector by vector.
+template <class S>
+void activate(Activation act, Block<S> x) {
+  if (act == Activation::none) return;
+  for (Index r = 0; r < x.rows(); ++r) {
+    S* row = x.data() + r * x.outerStride();
+    simd::for_each_vector<S>(x.cols(), [&](Index j, Index n) {
+      const simd::RowVector<S> v{j, n};
+      v.store(row, simd::activate<S>(act, v.load(row)));
+    });
+  }
+}
+
+template <class S>
+void multiply_by_derivative(Activation act, ConstBlock<S> y, Block<S> g) {
+  if (act == Activation::none) return;
+  for (Index r = 0; r < g.rows(); ++r) {
+    const S* y_row = y.data() + r * y.outerStride();
+    S* g_row = g.data() + r * g.outerStride();
+    simd::for_each_vector<S>(g.cols(), [&](Index j, Index n) {
+      const simd::RowVector<S> v{j, n};
+      v.store(g_row, simd::times_derivative<S>(act, v.load(y_row), v.load(g_row)));
+    });
+  }
+}
+
+}  // namespace rnngraph
