@@ -29,21 +29,24 @@ struct GRUCell {
   void forward_step(const Direction<S>& dir, const ForwardStep<S>& st) const {
     const Index N = dir.N, H = dir.H, ld = st.ld_gates;
     auto gate = [&](Index g) { return block(st.gates + g * H, N, H, ld); };
-    block(st.gates, N, 2 * H, ld) = cblock(st.xp, N, 2 * H, st.ld_xp) + cblock(st.q, N, 2 * H, 3 * H);
+    // x' = x_t·Wᵀ + b for all three gates, then the recurrent products of z and r.
+    auto x_prime = block(st.gates, N, 3 * H, ld);
+    x_prime = cblock(st.xp, N, 3 * H, st.ld_xp);
+    if (st.bias) x_prime.rowwise() += row(st.bias, 3 * H);
+    block(st.gates, N, 2 * H, ld) += cblock(st.q, N, 2 * H, 3 * H);
     activate(o.updateGateActivation, gate(gz));
     activate(o.resetGateActivation, gate(gr));
-    const auto xo = cblock(st.xp + 2 * H, N, H, st.ld_xp);
     if (o.resetAfter) {
       // o = act_o(x'_o + r ⊙ (hm·R_oᵀ + b2))
       auto qo = block(st.q + 2 * H, N, H, 3 * H);
       if (dir.secondaryBias) qo.rowwise() += row(dir.secondaryBias, H);
-      gate(go) = xo + gate(gr) * qo;
+      gate(go) += gate(gr) * qo;
     } else {
       // o = act_o(x'_o + (hm ⊙ r)·R_oᵀ): the second, dependent GEMM of this step.
       auto hmr = block(st.scratch, N, H, H);
       hmr = cblock(st.hm, N, H, st.ld_hm) * gate(gr);
       dir.times_weight_t(N, 2, 1, st.scratch, H, st.scratch + N * H, H);
-      gate(go) = xo + cblock(st.scratch + N * H, N, H, H);
+      gate(go) += cblock(st.scratch + N * H, N, H, H);
     }
     activate(o.outputGateActivation, gate(go));
     const auto hp = cblock(st.hp, N, H, st.ld_hp);

@@ -37,7 +37,9 @@ struct LSTMCell {
         // a_g = act_g(x'_g + hm·R_gᵀ [+ p_g ⊙ c_prev]): the peephole reads the previous cell
         // on all four gates (Apple's form, SPEC.md section 5).
         auto gate = [&](Index g, Activation act) {
-          V x = at.load(xp + g * H) + at.load(q + g * H);
+          V x = at.load(xp + g * H);
+          if (st.bias) x += at.load(st.bias + g * H);
+          x += at.load(q + g * H);
           if (dir.peephole) x += c_prev * at.load(dir.peephole + g * H);
           x = simd::activate<S>(act, x);
           at.store(a + g * H, x);

@@ -18,7 +18,9 @@ struct SingleGateCell {
   void forward_step(const Direction<S>& dir, const ForwardStep<S>& st) const {
     const Index N = dir.N, H = dir.H;
     auto z = block(st.gates, N, H, st.ld_gates);
-    z = cblock(st.xp, N, H, st.ld_xp) + cblock(st.q, N, H, H);
+    z = cblock(st.xp, N, H, st.ld_xp);  // x' = x_t·Wᵀ + b, then + hm·Rᵀ
+    if (st.bias) z.rowwise() += Eigen::Map<const Eigen::Array<S, 1, Eigen::Dynamic>>(st.bias, H);
+    z += cblock(st.q, N, H, H);
     auto h = block(st.h, N, H, st.ld_h);
     h = z;
     activate(activation, h);

@@ -155,7 +155,8 @@ struct ForwardSequences {
   Seq<S> h, c, gates;  // h_t, c_t (LSTM) and zState (or a scratch row when not training)
   const S* h0 = nullptr;  Index h0_ld = 0;  // initial state and cell (zeros when absent)
   const S* c0 = nullptr;  Index c0_ld = 0;
-  const S* projected = nullptr;  Index xp_step = 0, xp_ld = 0;  // x'
+  const S* projected = nullptr;  Index xp_step = 0, xp_ld = 0;  // x·Wᵀ (or x' − b)
+  const S* bias = nullptr;  // this direction's b, added by the cell's step
   Buffer<S> zeros, gate_scratch;
 
   // Step k (time t) for the batch rows from row0 on; q, hm and scratch are the caller's.
@@ -164,6 +165,7 @@ struct ForwardSequences {
     st.t = t;
     st.xp = projected + t * xp_step + row0 * xp_ld;
     st.ld_xp = xp_ld;
+    st.bias = bias;
     if (k == 0) {
       st.hp = h0 + row0 * h0_ld; st.ld_hp = h0_ld;
       st.cp = c.base ? c0 + row0 * c0_ld : nullptr; st.ld_cp = c0_ld;
@@ -199,6 +201,7 @@ ForwardSequences<S> forward_sequences(const RNNShape& s, const ForwardArgs<S>& a
   f.c0 = a.initCell ? a.initCell + d * H : f.zeros.data();
   f.c0_ld = a.initCell ? DH : H;
   f.projected = projected + d * GH;
+  f.bias = a.bias ? a.bias + d * GH : nullptr;
   f.xp_step = N * DGH;
   f.xp_ld = DGH;
   return f;
@@ -429,14 +432,11 @@ void recurrent_forward(const Cell& cell, const RNNShape& s, bool reverse, const 
   const Index TN = s.T * s.N, DGH = s.DGH();
 
   // SPEC.md section 5: x'[t] = x[t]·Wᵀ + b for every step and both directions at once,
-  // one GEMM [T·N, I] x [I, D·G·H] (without W the source already holds x' - b).
-  Buffer<S> projected(static_cast<size_t>(TN * DGH));
-  if (s.has_input_weight) {
-    detail::project_inputs(s, a, projected.data());
-  } else {
-    std::copy(a.source, a.source + TN * DGH, projected.data());
-  }
-  detail::add_bias_rows(projected.data(), TN, DGH, a.bias);
+  // one GEMM [T·N, I] x [I, D·G·H] (without W the source already holds x' − b). The bias is
+  // added by each step, on rows it reads anyway.
+  Buffer<S> projection(static_cast<size_t>(s.has_input_weight ? TN * DGH : 0));
+  if (s.has_input_weight) detail::project_inputs(s, a, projection.data());
+  const S* projected = s.has_input_weight ? projection.data() : a.source;
 
   // Rᵀ [H, G·H] packed per direction for the steps' products: earlier (a.packed), or now.
   const bool pack = !a.packed && detail::pack_weights(s);
@@ -454,7 +454,7 @@ void recurrent_forward(const Cell& cell, const RNNShape& s, bool reverse, const 
     }
   }
   std::vector<detail::ForwardSequences<S>> seqs;
-  for (int d = 0; d < s.D(); ++d) seqs.push_back(detail::forward_sequences<Cell>(s, a, d, projected.data()));
+  for (int d = 0; d < s.D(); ++d) seqs.push_back(detail::forward_sequences<Cell>(s, a, d, projected));
   const auto split = detail::split_work(s, cell.recurrent_gates(), sizeof(S));
   if (split.team > 1) return detail::forward_team(cell, s, a, dirs[0], seqs[0], split.team);
   run_parts(static_cast<int>(split.parts.size()), split.parallel, [&](int i) {

@@ -68,7 +68,8 @@ struct Direction {
 template <class S>
 struct ForwardStep {
   Index t = 0;
-  const S* xp = nullptr;  Index ld_xp = 0;  // x'_t = x_t·Wᵀ + b, [N, G·H]
+  const S* xp = nullptr;  Index ld_xp = 0;  // x_t·Wᵀ, [N, G·H] (the bias is not in it yet)
+  const S* bias = nullptr;  // b [G·H] of this direction, or nullptr: x'_t = xp + b
   S* q = nullptr;         // hm·R_gᵀ for the recurrent gates, [N, G·H], ld G·H (cell may reuse)
   const S* hp = nullptr;  Index ld_hp = 0;  // previous state
   const S* hm = nullptr;  Index ld_hm = 0;  // previous state times mask
