@@ -118,10 +118,10 @@ struct GRUCell {
     if (!o.resetAfter) {
       // dR_o = Σ_t dA_oᵀ·(hm ⊙ r): one GEMM over all steps.
       st.buffer_b.resize(static_cast<size_t>(TN * H));
-      for (Index t = 0; t < dir.T; ++t) {
+      detail::for_each_step(dir.T, N * H, [&](Index t) {
         block(st.buffer_b.data() + t * N * H, N, H, H) =
             cblock(v.hm.at(t), N, H, v.hm.ld) * cblock(v.gates.at(t) + gr * H, N, H, v.gates.ld);
-      }
+      });
       S* dR_o = a.recurrentWeightGrad + dir.d * 3 * H * H + 2 * H * H;
       gemm(Trans::yes, Trans::no, H, H, TN, S(1), dq_o, st.ld_dxp, st.buffer_b.data(), H, S(0), dR_o, H);
     }

@@ -63,13 +63,13 @@ struct LSTMCell {
     const auto& gates = st.views.gates;
     st.buffer_a.resize(static_cast<size_t>(T * N * H));  // act(c)
     st.buffer_b.resize(static_cast<size_t>(T * N * H));  // h
-    for (Index t = 0; t < T; ++t) {
+    detail::for_each_step(T, N * H, [&](Index t) {
       auto act_c = block(st.buffer_a.data() + t * N * H, N, H, H);
       act_c = cblock(st.cell_fwd.at(t), N, H, st.cell_fwd.ld);
       activate(o.activation, act_c);
       block(st.buffer_b.data() + t * N * H, N, H, H) =
           act_c * cblock(gates.at(t) + go * H, N, H, gates.ld);
-    }
+    });
     st.views.act_c = Seq<const S>{st.buffer_a.data(), N * H, H};
     return Seq<const S>{st.buffer_b.data(), N * H, H};
   }

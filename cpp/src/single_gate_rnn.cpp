@@ -31,11 +31,11 @@ struct SingleGateCell {
     const Index T = dir.T, N = dir.N, H = dir.H;
     const auto& gates = st.views.gates;
     st.buffer_a.resize(static_cast<size_t>(T * N * H));
-    for (Index t = 0; t < T; ++t) {
+    detail::for_each_step(T, N * H, [&](Index t) {
       auto h = block(st.buffer_a.data() + t * N * H, N, H, H);
       h = cblock(gates.at(t), N, H, gates.ld);
       activate(activation, h);
-    }
+    });
     return Seq<const S>{st.buffer_a.data(), N * H, H};
   }
 

@@ -69,13 +69,28 @@ Direction<S> make_direction(const RNNShape& s, bool reverse, int d, const S* rec
   return dir;
 }
 
+// f(t) for every step t of a pass over whole sequences (before or after the time loops),
+// the steps shared among the threads when the pass is large: the passes are independent
+// per step, and a single thread would leave the others idle.
+constexpr Index kParallelPass = Index(1) << 18;  // elements worth a second thread
+
+template <class F>
+void for_each_step(Index T, Index elements_per_step, F&& f) {
+  const int threads = T * elements_per_step >= kParallelPass && !in_parallel_part()
+                          ? static_cast<int>(std::min<Index>(get_num_threads(), T))
+                          : 1;
+  run_parts(threads, threads > 1, [&](int p) {
+    for (Index t = T * p / threads; t < T * (p + 1) / threads; ++t) f(t);
+  });
+}
+
 // out[t] = the state before step t in processing order: seq[previous(t)], or init at the
 // first processed step (zeros when init is absent). out is a dense [T, N, H] buffer.
 template <class S>
 void previous_sequence(const Direction<S>& dir, Seq<const S> seq, const S* init, Index init_ld,
                        S* out) {
   const Index N = dir.N, H = dir.H;
-  for (Index t = 0; t < dir.T; ++t) {
+  for_each_step(dir.T, N * H, [&](Index t) {
     auto dst = block(out + t * N * H, N, H, H);
     if (dir.is_first(t)) {
       if (init) dst = cblock(init, N, H, init_ld);
@@ -83,7 +98,7 @@ void previous_sequence(const Direction<S>& dir, Seq<const S> seq, const S* init,
     } else {
       dst = cblock(seq.at(dir.previous(t)), N, H, seq.ld);
     }
-  }
+  });
 }
 
 template <class S>
@@ -405,10 +420,10 @@ void prepare_direction(const Cell& cell, const RNNShape& s, const GradientArgs<S
   state.views.hp = Seq<const S>{hp_all.data(), N * H, H};
   if (a.mask) {
     hm_all.resize(static_cast<size_t>(T * N * H));
-    for (Index t = 0; t < T; ++t) {
+    for_each_step(T, N * H, [&](Index t) {
       block(hm_all.data() + t * N * H, N, H, H) =
           cblock(hp_all.data() + t * N * H, N, H, H) * cblock(dir.mask_at(t), N, H, DH);
-    }
+    });
     state.views.hm = Seq<const S>{hm_all.data(), N * H, H};
   } else {
     state.views.hm = state.views.hp;
