@@ -86,3 +86,15 @@ def test_outputs_are_aligned_and_repeated_runs_identical():
                 np.testing.assert_array_equal(out[key], runs[0][0][key], err_msg=f"{cell} {key}")
             for key in grads:
                 np.testing.assert_array_equal(grads[key], runs[0][1][key], err_msg=f"{cell} d{key}")
+
+
+def test_large_outputs_start_on_a_huge_page_boundary():
+    # Outputs of 2 MiB or more are 2 MiB aligned (and marked for transparent huge pages), so
+    # the kernels' streams over them touch few pages.
+    rng = np.random.default_rng(7)
+    x = harness.make_inputs("LSTM", rng, T=64, N=16, I=8, H=256)
+    out = harness.forward("LSTM", x, harness.descriptor("LSTM", training=True))
+    large = [array for array in out.values() if array.nbytes >= 2 << 20]
+    assert large, "the shapes above should give outputs of 2 MiB or more"
+    for array in large:
+        assert array.ctypes.data % (2 << 20) == 0

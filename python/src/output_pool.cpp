@@ -3,12 +3,13 @@
 #include <mutex>
 #include <new>
 
+#include "rnngraph/workspace.hpp"
+
 namespace rnngraph::bind {
 namespace {
 
 constexpr size_t kKeptBlocks = 16;                    // at most this many blocks kept,
 constexpr size_t kKeptBytes = size_t(1) << 31;        // and this many bytes in all
-constexpr std::align_val_t kAlign{64};
 
 struct Pool {
   std::mutex mutex;
@@ -24,7 +25,7 @@ Pool& pool() {
 }
 
 void destroy(PooledBlock* block) {
-  ::operator delete(block->data, kAlign);
+  free_block(block->data, block->capacity);
   delete block;
 }
 
@@ -45,7 +46,7 @@ PooledBlock* pool_take(size_t bytes) {
     }
   }
   auto* block = new PooledBlock;
-  block->data = ::operator new(bytes, kAlign);
+  block->data = allocate_block(bytes);
   block->capacity = bytes;
   return block;
 }
