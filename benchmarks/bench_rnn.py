@@ -45,7 +45,7 @@ def arguments(argv=None):
     a = p.parse_args(argv)
     a.rows = parse_rows(a.rows) if a.rows else [BY_ID[i] for i in QUICK_ROWS] if a.quick else ROWS
     a.timing = ({"budget_s": 0.25, "min_reps": 5, "settle_s": 0.1, "rounds": 2} if a.quick
-                else {"budget_s": 2.0, "min_reps": 10, "settle_s": 0.25, "rounds": 4})
+                else {"budget_s": 2.0, "min_reps": 10, "settle_s": 0.1, "rounds": 12})
     if a.budget is not None:
         a.timing["budget_s"] = a.budget
     return a

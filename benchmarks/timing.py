@@ -39,6 +39,7 @@ def measure_interleaved(steps: dict, budget_s: float = 2.0, rounds: int = 4, min
         planned[name] = max(floor, min(max_reps, int(budget_s / max(first, 1e-9))))
     times = {name: [] for name in steps}
     names = list(steps)
+    rounds = max(1, min(rounds, *planned.values()))  # a large row: a repetition per round
     for r in range(rounds):
         for name in names[r % len(names):] + names[:r % len(names)]:
             share = -(-planned[name] // rounds)  # ceil
