@@ -11,6 +11,10 @@ struct LSTMCell {
   static constexpr const char* name = "LSTM";
   static constexpr bool has_cell_state = true;
   static constexpr bool separate_recurrent_gradient = false;
+  // No outputFwd for the LSTM: its backward steps rebuild h_t = a_o ⊙ act(c_t) from zState and
+  // cellOutputFwd (act(c_t) is needed there anyway, for the derivative) and write it as the
+  // next step's previous state.
+  static constexpr bool rebuilds_states_in_loop = true;
   LSTMOptions o;
   // Column block of each gate along 4H (SPEC.md section 3): [i, f, z, o] or [i, z, f, o].
   Index gi = 0, gf = 1, gz = 2, go = 3;
@@ -56,29 +60,19 @@ struct LSTMCell {
     }
   }
 
-  // No outputFwd for the LSTM: h[t] = a_o ⊙ act(c[t]) is rebuilt once from zState and
-  // cellOutputFwd, and act(c) is kept for the derivative (the only transcendental needed).
-  Seq<const S> state_sequence(const Direction<S>& dir, CellBackwardState<S>& st) const {
-    const Index T = dir.T, N = dir.N, H = dir.H;
-    const auto& gates = st.views.gates;
-    st.buffer_a.resize(static_cast<size_t>(T * N * H));  // act(c)
-    st.buffer_b.resize(static_cast<size_t>(T * N * H));  // h
-    detail::for_each_step(T, N * H, [&](Index t) {
-      auto act_c = block(st.buffer_a.data() + t * N * H, N, H, H);
-      act_c = cblock(st.cell_fwd.at(t), N, H, st.cell_fwd.ld);
-      activate(o.activation, act_c);
-      block(st.buffer_b.data() + t * N * H, N, H, H) =
-          act_c * cblock(gates.at(t) + go * H, N, H, gates.ld);
-    });
-    st.views.act_c = Seq<const S>{st.buffer_a.data(), N * H, H};
-    return Seq<const S>{st.buffer_b.data(), N * H, H};
-  }
-
   void prepare_backward(const Direction<S>& dir, CellBackwardState<S>& st) const {
     const Index N = dir.N, H = dir.H, ld = dir.state_ld;
-    st.buffer_c.resize(static_cast<size_t>(dir.T * N * H));  // previous cell per step
-    detail::previous_sequence(dir, st.cell_fwd, st.init_cell, ld, st.buffer_c.data());
-    st.views.cp = Seq<const S>{st.buffer_c.data(), N * H, H};
+    st.views.cell = st.cell_fwd;
+    // The cell before the first processed step: initCell, or zeros.
+    if (st.init_cell) {
+      st.views.cell_init = st.init_cell;
+      st.views.cell_init_ld = ld;
+    } else {
+      st.buffer_c.resize(static_cast<size_t>(N * H));
+      std::fill(st.buffer_c.data(), st.buffer_c.data() + N * H, S(0));
+      st.views.cell_init = st.buffer_c.data();
+      st.views.cell_init_ld = H;
+    }
     st.carry.resize(static_cast<size_t>(N * H));
     auto dc = block(st.carry.data(), N, H, H);
     // dL/d(final cell) enters the cell gradient at the last processed step.
@@ -92,18 +86,25 @@ struct LSTMCell {
                      const BackwardViews<S>& v) const {
     using V = typename simd::Vec<S>::type;
     const Index H = dir.H, t = st.t;
+    Index ld_cp = 0;
+    const S* cp_rows = v.previous_cell(dir, t, ld_cp);
     for (Index n = 0; n < dir.N; ++n) {
       const S* a = v.gates.at(t) + n * v.gates.ld;
-      const S* act_c = v.act_c.at(t) + n * v.act_c.ld;
-      const S* cp = v.cp.at(t) + n * v.cp.ld;
+      const S* c = v.cell.at(t) + n * v.cell.ld;
+      const S* cp = cp_rows + n * ld_cp;
       const S* dh = st.dh + n * H;
       S* carry = v.carry + n * H;
       S* dA = st.dxp + n * st.ld_dxp;
+      S* h_next = st.next_state ? st.next_state + n * st.ld_next_state : nullptr;
+      const S* mask = st.next_mask ? st.next_mask + n * dir.state_ld : nullptr;
       simd::for_each_vector<S>(H, [&](Index j, Index len) {
         const simd::RowVector<S> at{j, len};
         const V ai = at.load(a + gi * H), af = at.load(a + gf * H);
         const V az = at.load(a + gz * H), ao = at.load(a + go * H);
-        const V g = at.load(dh), y = at.load(act_c), c_prev = at.load(cp);
+        const V y = simd::activate<S>(o.activation, at.load(c));  // act(c_t)
+        const V g = at.load(dh), c_prev = at.load(cp);
+        // h_t = a_o ⊙ act(c_t) is the next step's previous state (times its mask).
+        if (h_next) at.store(h_next, mask ? y * ao * at.load(mask) : y * ao);
         // h = a_o ⊙ act(c): dL/dc += dh ⊙ a_o ⊙ act'(c).
         V dc = at.load(carry) + simd::times_derivative<S>(o.activation, y, g * ao);
         const V d_o = simd::times_derivative<S>(o.outputGateActivation, ao, g * y);
@@ -131,12 +132,20 @@ struct LSTMCell {
 
   void finish_backward(const Direction<S>& dir, const GradientArgs<S>& a,
                        CellBackwardState<S>& st) const {
-    const Index N = dir.N, H = dir.H, TN = dir.T * N;
-    // dL/dp_g = Σ_t,n dA_g ⊙ cp.
+    const Index N = dir.N, H = dir.H;
+    // dL/dp_g = Σ_t,n dA_g ⊙ c_prev, rows added in the order of t, then n.
     if (a.peepholeGrad) {
       for (Index g = 0; g < 4; ++g) {
-        detail::column_sums_of_products(st.dxp_all + g * H, st.ld_dxp, st.buffer_c.data(), H, TN, H,
-                                        a.peepholeGrad + dir.d * 4 * H + g * H);
+        Eigen::Map<Eigen::Array<S, 1, Eigen::Dynamic>> out(a.peepholeGrad + dir.d * 4 * H + g * H, H);
+        out.setZero();
+        for (Index t = 0; t < dir.T; ++t) {
+          Index ld_cp = 0;
+          const S* cp = st.views.previous_cell(dir, t, ld_cp);
+          const S* dA = st.dxp_all + t * N * st.ld_dxp + g * H;
+          for (Index n = 0; n < N; ++n) {
+            out += cblock(dA + n * st.ld_dxp, 1, H, H) * cblock(cp + n * ld_cp, 1, H, H);
+          }
+        }
       }
     }
     if (st.init_cell_grad) block(st.init_cell_grad, N, H, dir.state_ld) = block(st.carry.data(), N, H, H);

@@ -11,6 +11,7 @@ struct SingleGateCell {
   static constexpr const char* name = "singleGateRNN";
   static constexpr bool has_cell_state = false;
   static constexpr bool separate_recurrent_gradient = false;
+  static constexpr bool rebuilds_states_in_loop = false;
   Activation activation;
 
   int recurrent_gates() const { return 1; }

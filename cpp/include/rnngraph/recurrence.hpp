@@ -5,9 +5,12 @@
 //   static constexpr const char* name;                 // op name for errors
 //   static constexpr bool has_cell_state;              // LSTM: a cell sequence c
 //   static constexpr bool separate_recurrent_gradient; // dL/dQ differs from dL/dx'
+//   static constexpr bool rebuilds_states_in_loop;     // h_t is rebuilt by the backward steps
 //   int recurrent_gates() const;  // leading gates whose recurrent product hm·R_gᵀ the driver computes
 //   void forward_step(const Direction<S>&, const ForwardStep<S>&) const;
 //   Seq<const S> state_sequence(const Direction<S>&, CellBackwardState<S>&) const;   // h_t
+//     (only without rebuilds_states_in_loop; with it, each backward step writes h_t, masked,
+//     to BackwardStep::next_state, and the driver writes only the first step's hm)
 //   void prepare_backward(const Direction<S>&, CellBackwardState<S>&) const;
 //   void backward_step(const Direction<S>&, const BackwardStep<S>&, const BackwardViews<S>&) const;
 //   void finish_backward(const Direction<S>&, const GradientArgs<S>&, CellBackwardState<S>&) const;
@@ -278,6 +281,7 @@ void backward_rows(const Cell& cell, const RNNShape& s, const GradientArgs<S>& a
     block(dh.data(), N, H, H) =
         cblock(a.sourceGradient + (t * stride + r0) * DH + d * H, N, H, DH) + carry;
     BackwardStep<S> step = state.step(t, r0);
+    if constexpr (Cell::rebuilds_states_in_loop) state.set_next_state(step, dir, k, r0);
     step.dh = dh.data();
     step.dhm = dhm.data();
     step.dhp = dhp.data();
@@ -380,6 +384,7 @@ void backward_team(const Cell& cell, const RNNShape& s, const GradientArgs<S>& a
         block(dh.data(), rows, H, H) = cblock(a.sourceGradient + (t * N + r0) * DH, rows, H, DH) +
                                        cblock(carry.data() + r0 * H, rows, H, H);
         BackwardStep<S> step = state.step(t, r0);
+        if constexpr (Cell::rebuilds_states_in_loop) state.set_next_state(step, mine, k, r0);
         step.dh = dh.data();
         step.dhm = dhm.data() + r0 * H;
         step.dhp = dhp.data() + r0 * H;
@@ -400,19 +405,11 @@ void backward_team(const Cell& cell, const RNNShape& s, const GradientArgs<S>& a
   if (a.initStateGrad) block(a.initStateGrad, N, H, DH) = block(carry.data(), N, H, H);
 }
 
-// Everything one direction's backward loop reads, built for all rows before the loop.
+// The previous-state sequences from the cell's h_t, for all rows: hp, and hm = hp ⊙ mask.
 template <class Cell, class S>
-void prepare_direction(const Cell& cell, const RNNShape& s, const GradientArgs<S>& a,
-                       const Direction<S>& dir, S* dxp_all, S* dq_all, CellBackwardState<S>& state,
-                       Buffer<S>& hp_all, Buffer<S>& hm_all) {
-  const Index T = s.T, N = s.N, H = s.H, GH = s.GH(), DH = s.DH(), DGH = s.DGH(), d = dir.d;
-  state.views.H = H;
-  state.views.gates = Seq<const S>{a.zState + d * GH, N * DGH, DGH};
-  state.cell_fwd = Seq<const S>{a.cellOutputFwd ? a.cellOutputFwd + d * H : nullptr, N * DH, DH};
-  state.output_fwd = Seq<const S>{a.outputFwd ? a.outputFwd + d * H : nullptr, N * DH, DH};
-  state.init_cell = a.initCell ? a.initCell + d * H : nullptr;
-  state.cell_gradient = a.cellGradient ? a.cellGradient + d * H : nullptr;
-  state.init_cell_grad = a.initCellGrad ? a.initCellGrad + d * H : nullptr;
+void prepare_states(const Cell& cell, const GradientArgs<S>& a, const Direction<S>& dir,
+                    CellBackwardState<S>& state, Buffer<S>& hp_all, Buffer<S>& hm_all) {
+  const Index T = dir.T, N = dir.N, H = dir.H, DH = dir.state_ld, d = dir.d;
   state.views.states = cell.state_sequence(dir, state);
   hp_all.resize(static_cast<size_t>(T * N * H));
   previous_sequence(dir, state.views.states, a.initState ? a.initState + d * H : nullptr, DH,
@@ -428,6 +425,41 @@ void prepare_direction(const Cell& cell, const RNNShape& s, const GradientArgs<S
   } else {
     state.views.hm = state.views.hp;
   }
+}
+
+// For a cell that rebuilds h_t in its backward steps: hm of the first processed step only
+// (initState ⊙ mask, or zeros); each backward step writes the next one's (BackwardStep::
+// next_state), so no pass over the whole sequence precedes the loop.
+template <class S>
+void prepare_first_state(const GradientArgs<S>& a, const Direction<S>& dir,
+                         CellBackwardState<S>& state, Buffer<S>& hm_all) {
+  const Index T = dir.T, N = dir.N, H = dir.H, DH = dir.state_ld;
+  hm_all.resize(static_cast<size_t>(T * N * H));
+  state.hm_out = Seq<S>{hm_all.data(), N * H, H};
+  state.views.hm = as_const(state.hm_out);
+  if (T == 0) return;
+  const Index t0 = dir.time(0);
+  auto first = block(state.hm_out.at(t0), N, H, H);
+  if (!a.initState) first.setZero();
+  else if (a.mask) first = cblock(a.initState + dir.d * H, N, H, DH) * cblock(dir.mask_at(t0), N, H, DH);
+  else first = cblock(a.initState + dir.d * H, N, H, DH);
+}
+
+// Everything one direction's backward loop reads, built for all rows before the loop.
+template <class Cell, class S>
+void prepare_direction(const Cell& cell, const RNNShape& s, const GradientArgs<S>& a,
+                       const Direction<S>& dir, S* dxp_all, S* dq_all, CellBackwardState<S>& state,
+                       Buffer<S>& hp_all, Buffer<S>& hm_all) {
+  const Index N = s.N, H = s.H, GH = s.GH(), DH = s.DH(), DGH = s.DGH(), d = dir.d;
+  state.views.H = H;
+  state.views.gates = Seq<const S>{a.zState + d * GH, N * DGH, DGH};
+  state.cell_fwd = Seq<const S>{a.cellOutputFwd ? a.cellOutputFwd + d * H : nullptr, N * DH, DH};
+  state.output_fwd = Seq<const S>{a.outputFwd ? a.outputFwd + d * H : nullptr, N * DH, DH};
+  state.init_cell = a.initCell ? a.initCell + d * H : nullptr;
+  state.cell_gradient = a.cellGradient ? a.cellGradient + d * H : nullptr;
+  state.init_cell_grad = a.initCellGrad ? a.initCellGrad + d * H : nullptr;
+  if constexpr (Cell::rebuilds_states_in_loop) prepare_first_state(a, dir, state, hm_all);
+  else prepare_states(cell, a, dir, state, hp_all, hm_all);
   state.dxp_all = dxp_all + d * GH;
   state.dq_all = dq_all + d * GH;
   state.ld_dxp = DGH;

@@ -91,6 +91,11 @@ struct BackwardStep {
   S* dhm = nullptr;  // out: dL/dhm_t beyond dq·R over the recurrent gates, [N, H]
   S* dhp = nullptr;  // out: dL/dhp_t through paths that bypass the mask, [N, H]
   S* scratch = nullptr;  // [N, 2H]
+  // For a cell that rebuilds h in its backward steps (Cell::rebuilds_states_in_loop): where
+  // h_t goes, times next_mask when there is one, as hm of the next step in processing order
+  // (rows ld_next_state apart, next_mask's D·H apart); nullptr at the last step.
+  S* next_state = nullptr;  Index ld_next_state = 0;
+  const S* next_mask = nullptr;
 };
 
 // The sequences a backward step reads, as views of one direction's buffers. rows(r0) gives
@@ -101,19 +106,29 @@ struct BackwardViews {
   Seq<const S> hp;      // previous state for each t
   Seq<const S> hm;      // previous state times mask
   Seq<const S> states;  // h_t
-  Seq<const S> act_c;   // LSTM: act(c_t)
-  Seq<const S> cp;      // LSTM: c_{t-1}
+  Seq<const S> cell;    // LSTM: c_t (cellOutputFwd)
+  const S* cell_init = nullptr;  Index cell_init_ld = 0;  // LSTM: the cell before the first step
   Seq<const S> q_o;     // GRU resetAfter: hm·R_oᵀ + b2
   S* carry = nullptr;   // LSTM: dL/dc carried to the previous step, [N, H] contiguous
   Index H = 0;
 
   BackwardViews rows(Index row0) const {
     BackwardViews out = *this;
-    for (Seq<const S>* v : {&out.gates, &out.hp, &out.hm, &out.states, &out.act_c, &out.cp, &out.q_o}) {
+    for (Seq<const S>* v : {&out.gates, &out.hp, &out.hm, &out.states, &out.cell, &out.q_o}) {
       if (v->base) v->base += row0 * v->ld;
     }
+    if (cell_init) out.cell_init = cell_init + row0 * cell_init_ld;
     if (carry) out.carry = carry + row0 * H;
     return out;
+  }
+  // LSTM: c before step t (the previous step's cell, or cell_init at the first step).
+  const S* previous_cell(const Direction<S>& dir, Index t, Index& ld) const {
+    if (dir.is_first(t)) {
+      ld = cell_init_ld;
+      return cell_init;
+    }
+    ld = cell.ld;
+    return cell.at(dir.previous(t));
   }
 };
 
@@ -133,6 +148,7 @@ struct CellBackwardState {
   S* dq_all = nullptr;
   Index ld_dxp = 0;
   Index batch_stride = 0;  // rows per timestep (the op's whole N)
+  Seq<S> hm_out;           // hm, writable: filled by the loop when the cell rebuilds states
 
   // Step t for the batch rows from row0 on: its dL/dx' and dL/dQ rows. dh, dhm, dhp and
   // scratch are the caller's.
@@ -143,6 +159,14 @@ struct CellBackwardState {
     st.dq = dq_all + (t * batch_stride + row0) * ld_dxp;
     st.ld_dxp = ld_dxp;
     return st;
+  }
+  // Processed step k of `dir` (a chunk of rows from row0 on): where h goes for the next step.
+  void set_next_state(BackwardStep<S>& st, const Direction<S>& dir, Index k, Index row0) const {
+    if (k + 1 >= dir.T) return;
+    const Index next = dir.time(k + 1);
+    st.next_state = hm_out.at(next) + row0 * hm_out.ld;
+    st.ld_next_state = hm_out.ld;
+    st.next_mask = dir.mask ? dir.mask_at(next) : nullptr;
   }
 };
 
