@@ -137,7 +137,7 @@ struct BackwardViews {
 template <class S>
 struct CellBackwardState {
   BackwardViews<S> views;
-  Buffer<S> buffer_a, buffer_b, buffer_c;  // cell-owned sequences, [T, N, H]
+  Buffer<S> buffer_a, buffer_b, buffer_c;  // cell-owned: sequences [T, N, H], or [N, H] rows
   std::vector<S> carry;                    // cell-owned, [N, H]
   Seq<const S> cell_fwd;    // LSTM cellOutputFwd slice
   Seq<const S> output_fwd;  // GRU outputFwd slice
