@@ -181,14 +181,13 @@ template <class S>
 void gemm(Trans ta, Trans tb, Index m, Index n, Index k, S alpha, const S* a, Index lda,
           const S* b, Index ldb, S beta, S* c, Index ldc) {
   if (degenerate(m, n, k, beta, c, ldc)) return;
-  const int threads =
-      (m * n * k >= kParallelGemm && !in_parallel_part()) ? get_num_threads() : 1;
-  if (threads <= 1) return serial_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-  // Few rows (a forward step) or more columns than rows: cut the columns; else the rows.
+  // Few rows (a forward step) or more columns than rows: cut the columns; else the rows,
+  // in blocks of at least 16.
   const bool by_columns = recurrent_shape(ta, tb, m, n, k) || n > m;
   const Index extent = by_columns ? n : m;
-  const int parts = static_cast<int>(std::min<Index>(threads, std::max<Index>(1, extent / 16)));
-  run_parts(parts, parts > 1, [&](int i) {
+  const int parts = threads_for(m * n * k, kParallelGemm, extent / 16);
+  if (parts <= 1) return serial_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  run_parts(parts, true, [&](int i) {
     const Index lo = extent * i / parts, hi = extent * (i + 1) / parts;
     if (by_columns) {
       const S* bj = tb == Trans::no ? b + lo : b + lo * ldb;

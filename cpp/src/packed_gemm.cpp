@@ -172,9 +172,8 @@ void pack_panels(const S* src, Index p_stride, Index j_stride, Index k, Index gr
                base + i * k * W);
   };
   const Index panels = out.panels();
-  const int threads = (!in_parallel_part() && panels * k * W >= (Index(1) << 18))
-                          ? static_cast<int>(std::min<Index>(get_num_threads(), panels))
-                          : 1;
+  constexpr Index kParallelPack = Index(1) << 18;  // elements worth a second thread
+  const int threads = threads_for(panels * k * W, kParallelPack, panels);
   run_parts(threads, threads > 1, [&](int t) {
     for (Index i = panels * t / threads; i < panels * (t + 1) / threads; ++i) pack(i);
   });

@@ -1,5 +1,6 @@
 #include "rnngraph/threads.hpp"
 
+#include <algorithm>
 #include <condition_variable>
 #include <mutex>
 #include <unistd.h>
@@ -60,6 +61,11 @@ int get_num_threads() {
 }
 
 bool in_parallel_part() { return parallel_part; }
+
+int threads_for(std::int64_t work, std::int64_t threshold, std::int64_t parts) {
+  if (work < threshold || parts <= 1 || in_parallel_part()) return 1;
+  return static_cast<int>(std::min<std::int64_t>(get_num_threads(), parts));
+}
 
 void SpinBarrier::wait() {
   const unsigned generation = generation_.load(std::memory_order_acquire);

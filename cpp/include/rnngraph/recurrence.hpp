@@ -79,9 +79,7 @@ constexpr Index kParallelPass = Index(1) << 18;  // elements worth a second thre
 
 template <class F>
 void for_each_step(Index T, Index elements_per_step, F&& f) {
-  const int threads = T * elements_per_step >= kParallelPass && !in_parallel_part()
-                          ? static_cast<int>(std::min<Index>(get_num_threads(), T))
-                          : 1;
+  const int threads = threads_for(T * elements_per_step, kParallelPass, T);
   run_parts(threads, threads > 1, [&](int p) {
     for (Index t = T * p / threads; t < T * (p + 1) / threads; ++t) f(t);
   });
@@ -156,9 +154,7 @@ void project_inputs(const RNNShape& s, const ForwardArgs<S>& a, S* projected) {
   }
   const PackedPanels<S>& w = a.packed->input_t;
   const Index panels = w.panels();
-  const int threads = TN * DGH * s.I >= kParallelProjection && !in_parallel_part()
-                          ? static_cast<int>(std::min<Index>(get_num_threads(), panels))
-                          : 1;
+  const int threads = threads_for(TN * DGH * s.I, kParallelProjection, panels);
   run_parts(threads, threads > 1, [&](int p) {
     const Index first = panels * p / threads, last = panels * (p + 1) / threads;
     if (last > first) {

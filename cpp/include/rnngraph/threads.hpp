@@ -2,6 +2,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <string>
 
 namespace rnngraph {
@@ -23,6 +24,11 @@ int get_num_threads();
 // Whether the calling thread is one of the threads of a run_parts call (its work must not
 // start more threads).
 bool in_parallel_part();
+
+// How many threads a piece of `work` gets when it can be cut into `parts`: rnngraph's
+// threads (at most `parts`) if the work reaches `threshold` and the caller is not already a
+// thread of a run_parts call, else 1.
+int threads_for(std::int64_t work, std::int64_t threshold, std::int64_t parts);
 
 // While alive, denormal floats are flushed to zero in this thread (FTZ/DAZ): sigmoid gates
 // produce denormals that slow a CPU down many times over. NaN and Inf are unaffected.
