@@ -13,6 +13,7 @@ struct GRUCell {
   // With the reset gate applied to the recurrent product, dL/dQ_o = dL/dx'_o ⊙ r.
   static constexpr bool separate_recurrent_gradient = true;
   static constexpr bool rebuilds_states_in_loop = false;
+  static constexpr bool direct_state_gradient = true;
   GRUOptions o;
   // Column block of each gate along 3H (SPEC.md section 3): [z, r, o] or [r, z, o].
   // The candidate o is last in both orders, so the first 2H rows of R are always z and r.

@@ -15,6 +15,7 @@ struct LSTMCell {
   // cellOutputFwd (act(c_t) is needed there anyway, for the derivative) and write it as the
   // next step's previous state.
   static constexpr bool rebuilds_states_in_loop = true;
+  static constexpr bool direct_state_gradient = false;
   LSTMOptions o;
   // Column block of each gate along 4H (SPEC.md section 3): [i, f, z, o] or [i, z, f, o].
   Index gi = 0, gf = 1, gz = 2, go = 3;
@@ -126,8 +127,6 @@ struct LSTMCell {
         at.store(carry, dc);
       });
     }
-    block(st.dhm, dir.N, H, H).setZero();
-    block(st.dhp, dir.N, H, H).setZero();
   }
 
   void finish_backward(const Direction<S>& dir, const GradientArgs<S>& a,

@@ -12,6 +12,7 @@ struct SingleGateCell {
   static constexpr bool has_cell_state = false;
   static constexpr bool separate_recurrent_gradient = false;
   static constexpr bool rebuilds_states_in_loop = false;
+  static constexpr bool direct_state_gradient = false;
   Activation activation;
 
   int recurrent_gates() const { return 1; }
@@ -48,8 +49,6 @@ struct SingleGateCell {
     auto dz = block(st.dxp, N, H, st.ld_dxp);
     dz = cblock(st.dh, N, H, H);
     multiply_by_derivative(activation, cblock(v.states.at(st.t), N, H, v.states.ld), dz);
-    block(st.dhm, N, H, H).setZero();
-    block(st.dhp, N, H, H).setZero();
   }
 
   void finish_backward(const Direction<S>&, const GradientArgs<S>&, CellBackwardState<S>&) const {}

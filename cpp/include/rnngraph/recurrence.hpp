@@ -6,6 +6,7 @@
 //   static constexpr bool has_cell_state;              // LSTM: a cell sequence c
 //   static constexpr bool separate_recurrent_gradient; // dL/dQ differs from dL/dx'
 //   static constexpr bool rebuilds_states_in_loop;     // h_t is rebuilt by the backward steps
+//   static constexpr bool direct_state_gradient;       // dL/dhp has terms beyond dQ·R (dhm, dhp)
 //   int recurrent_gates() const;  // leading gates whose recurrent product hm·R_gᵀ the driver computes
 //   void forward_step(const Direction<S>&, const ForwardStep<S>&) const;
 //   Seq<const S> state_sequence(const Direction<S>&, CellBackwardState<S>&) const;   // h_t
@@ -135,6 +136,30 @@ void carry_to_previous(Index rows, Index cols, Index ld, const S* dhm, const S* 
     out = cblock(dhm, rows, cols, ld) * cblock(mask, rows, cols, mask_ld) + cblock(dhp, rows, cols, ld);
   } else {
     out = cblock(dhm, rows, cols, ld) + cblock(dhp, rows, cols, ld);
+  }
+}
+
+// dL/dh of the previous step, output columns [col0, col1) of a [rows, H] block: dQ_t·R over
+// the recurrent gates (one GEMM per step, [rows, G·H] x [G·H, H]), plus the cell's own dhm
+// (masked with the product) and dhp when it has direct state gradients. Without them (LSTM,
+// single-gate RNN) the cell writes neither, and the product goes straight to the carry
+// unless a mask must scale it.
+template <class Cell, class S>
+void gradient_to_previous(const Cell& cell, const Direction<S>& dir, Index rows, const S* dq,
+                          Index ld_dq, S* dhm, const S* dhp, const S* mask, Index mask_ld, S* carry,
+                          Index col0, Index col1) {
+  const Index H = dir.H, cols = col1 - col0;
+  const int gates = cell.recurrent_gates();
+  if constexpr (Cell::direct_state_gradient) {
+    dir.times_weight(rows, 0, gates, dq, ld_dq, S(1), dhm, H, col0, col1);
+    carry_to_previous(rows, cols, H, dhm + col0, dhp + col0, mask ? mask + col0 : nullptr, mask_ld,
+                      carry + col0);
+  } else if (mask) {
+    dir.times_weight(rows, 0, gates, dq, ld_dq, S(0), dhm, H, col0, col1);
+    block(carry + col0, rows, cols, H) =
+        cblock(dhm + col0, rows, cols, H) * cblock(mask + col0, rows, cols, mask_ld);
+  } else {
+    dir.times_weight(rows, 0, gates, dq, ld_dq, S(0), carry, H, col0, col1);
   }
 }
 
@@ -283,10 +308,8 @@ void backward_rows(const Cell& cell, const RNNShape& s, const GradientArgs<S>& a
     step.dhp = dhp.data();
     step.scratch = step_scratch.data();
     cell.backward_step(dir, step, views);
-    // dL/dhm += dQ_t·R over the recurrent gates: one GEMM per step, [N, G·H] x [G·H, H].
-    dir.times_weight(N, 0, cell.recurrent_gates(), step.dq, state.ld_dxp, S(1), dhm.data(), H);
-    carry_to_previous(N, H, H, dhm.data(), dhp.data(), a.mask ? dir.mask_at(t) : nullptr, DH,
-                      dh_next.data());
+    gradient_to_previous(cell, dir, N, step.dq, state.ld_dxp, dhm.data(), dhp.data(),
+                         a.mask ? dir.mask_at(t) : nullptr, DH, dh_next.data(), 0, H);
   }
   if (a.initStateGrad) block(a.initStateGrad + r0 * DH + d * H, N, H, DH) = carry;
 }
@@ -390,10 +413,8 @@ void backward_team(const Cell& cell, const RNNShape& s, const GradientArgs<S>& a
       barrier.wait();
       // Phase 2: this thread's columns of dL/dhm += dQ_t·R, then of the carried gradient.
       if (col1 > col0) {
-        dir.times_weight(N, 0, cell.recurrent_gates(), state.dq_all + t * N * ld, ld, S(1), dhm.data(),
-                         H, col0, col1);
-        carry_to_previous(N, col1 - col0, H, dhm.data() + col0, dhp.data() + col0,
-                          a.mask ? dir.mask_at(t) + col0 : nullptr, DH, carry.data() + col0);
+        gradient_to_previous(cell, dir, N, state.dq_all + t * N * ld, ld, dhm.data(), dhp.data(),
+                             a.mask ? dir.mask_at(t) : nullptr, DH, carry.data(), col0, col1);
       }
       barrier.wait();
     }

@@ -80,7 +80,8 @@ struct ForwardStep {
   S* scratch = nullptr;   // [N, 2H] contiguous
 };
 
-// One backward step. The cell must write dxp, dq (when separate), dhm and dhp in full.
+// One backward step. The cell must write dxp, dq (when separate), and, when it has direct
+// state gradients (Cell::direct_state_gradient), dhm and dhp in full.
 template <class S>
 struct BackwardStep {
   Index t = 0;
