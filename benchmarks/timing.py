@@ -6,14 +6,20 @@ import statistics
 import time
 
 
+# Repetitions of a step of 0.25 s or more: BENCHMARKS.md allows as few as 3, but a median of
+# 3 turns on a single slow repetition of a shared machine.
+LARGE_STEP_REPS = 5
+
+
 def measure(step, budget_s: float = 2.0, min_reps: int = 10, max_reps: int = 1000,
             settle_s: float = 0.2) -> dict:
     """Median and min of ``step()`` with time.perf_counter, in milliseconds.
 
     ``settle_s`` of sleep first lets the previous library's worker threads stop spinning (on
     a 2-core machine a spinning OpenBLAS/OpenMP/ORT pool steals a core from the next peer).
-    Two warm-up calls (one for steps over 0.5 s), then repetitions filling ``budget_s``:
-    at least ``min_reps`` for steps under 0.25 s, at least 3 for larger ones.
+    Two warm-up calls (a library's memory pools and caches settle only by the second call),
+    then repetitions filling ``budget_s``: at least ``min_reps`` for steps under 0.25 s, at
+    least ``LARGE_STEP_REPS`` for larger ones.
     """
     return measure_interleaved({"step": step}, budget_s=budget_s, rounds=1, min_reps=min_reps,
                                max_reps=max_reps, settle_s=settle_s)["step"]
@@ -28,14 +34,11 @@ def measure_interleaved(steps: dict, budget_s: float = 2.0, rounds: int = 4, min
     planned = {}
     for name, step in steps.items():
         time.sleep(settle_s)
+        step()
         t0 = time.perf_counter()
         step()
         first = time.perf_counter() - t0
-        if first < 0.5:
-            t0 = time.perf_counter()
-            step()
-            first = time.perf_counter() - t0
-        floor = min_reps if first < 0.25 else 3
+        floor = min_reps if first < 0.25 else LARGE_STEP_REPS
         planned[name] = max(floor, min(max_reps, int(budget_s / max(first, 1e-9))))
     times = {name: [] for name in steps}
     names = list(steps)

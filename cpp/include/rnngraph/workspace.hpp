@@ -74,14 +74,19 @@ class Buffer {
       return;
     }
     release();
+    // The smallest kept block that fits: a larger one stays for a larger request (taking
+    // the first that fits, a small buffer could take the block a big one needs next, which
+    // would then be allocated afresh at every call).
     auto& pool = free_blocks();
+    auto best = pool.end();
     for (auto it = pool.begin(); it != pool.end(); ++it) {
-      if ((*it)->size() >= n) {
-        block_ = std::move(*it);
-        pool.erase(it);
-        size_ = n;
-        return;
-      }
+      if ((*it)->size() >= n && (best == pool.end() || (*it)->size() < (*best)->size())) best = it;
+    }
+    if (best != pool.end()) {
+      block_ = std::move(*best);
+      pool.erase(best);
+      size_ = n;
+      return;
     }
     block_ = std::make_unique<std::vector<S, AlignedAllocator<S>>>(n);
     size_ = n;
