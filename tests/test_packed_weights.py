@@ -95,6 +95,21 @@ def test_constant_weights_on_two_threads(cell, N, threads):
                                rtol=1e-11, atol=1e-11)
 
 
+@pytest.mark.parametrize("N", list(range(1, 14)))
+def test_every_row_count_of_the_packed_step_product_in_float32(N, threads):
+    # The packed product takes few rows three panels at a time, up to six two at a time
+    # (AVX-512), more in tiles of up to 12: each count, against the float64 reference.
+    rng = np.random.default_rng(100 + N)
+    x = harness.make_inputs("LSTM", rng, T=4, N=N, I=24, H=80, scale=0.3)
+    desc = harness.descriptor("LSTM")
+    reference = harness.reference_forward("LSTM", x, desc)["h"]
+    x32 = {k: v.astype(np.float32) for k, v in x.items()}
+    for n in (1, 2):
+        rg.set_num_threads(n)
+        h = forward_with_constant_weights("LSTM", x32, desc, runs=1)[0]
+        np.testing.assert_allclose(h, reference, rtol=0, atol=2e-6)
+
+
 def test_gradient_op_with_constant_weights():
     cell = "LSTM"
     rng = np.random.default_rng(8)

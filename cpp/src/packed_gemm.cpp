@@ -21,6 +21,11 @@ constexpr int kPanelVectors = 2;  // the widest panel, in vectors
 template <int NV>
 constexpr int kTileRows = simd::kWide ? (NV == 2 ? 12 : 16) : (NV == 2 ? 6 : 12);
 constexpr int kFewRows = 2;                         // up to this many rows, NP = 3 panels
+// Up to this many rows (AVX-512 only: 24 accumulators), NP = 2 panels without prefetching.
+// A product of a few rows is bound by the stream of B from L3, and there the hardware
+// prefetcher alone does better: rows 3-6 measured 1.3-1.5x faster so than in tiles of one
+// panel that prefetch the next (which pays off only where many rows share each panel).
+constexpr int kSomeRows = simd::kWide ? 6 : kFewRows;
 
 // Vectors per panel for blocks of `cols` columns: the fewest padding columns, then the widest.
 template <class S>
@@ -190,6 +195,8 @@ void packed_gemm(Index m, Index k0, Index kc, const S* a, Index lda, const Packe
       // One or two rows: three panels at once give enough independent accumulators to hide
       // the FMA latency of this bandwidth-bound product.
       i = panel_sweep<S, kFewRows, 3, NV>(m, k0, kc, a, lda, false, b, first, i, last, beta, c, ldc);
+    } else if (m <= kSomeRows) {
+      i = panel_sweep<S, kSomeRows, 2, NV>(m, k0, kc, a, lda, true, b, first, i, last, beta, c, ldc);
     }
     panel_sweep<S, kTileRows<NV>, 1, NV>(m, k0, kc, a, lda, m > kFewRows, b, first, i, last, beta, c,
                                          ldc);
