@@ -20,6 +20,10 @@ constexpr int kVecBytes = 16;
 #endif
 constexpr bool kWide = kVecBytes == 64;  // 32 vector registers (else 16)
 
+// For the per-vector math of the cells' steps: called out of line, each call would spill
+// every live vector register around it (the ABI saves none of them).
+#define RNNGRAPH_ALWAYS_INLINE inline __attribute__((always_inline))
+
 template <class S>
 struct Vec {
   typedef S type __attribute__((vector_size(kVecBytes)));

@@ -66,7 +66,7 @@ using IntVec = decltype(V{} < V{});  // the signed integers of the lane width
 // exp(x) for float lanes (Cephes expf): x = n·ln2 + r, exp(r) by a degree-7 polynomial,
 // 2^n written into the exponent. x is clamped to [-87.3, 88] (normal results); NaN stays NaN.
 template <class V>
-inline V exp_float(V x) {
+RNNGRAPH_ALWAYS_INLINE V exp_float(V x) {
   using VI = IntVec<V>;
   x = x > 88.0f ? splat<V>(88.0f) : x;
   x = x < -87.3f ? splat<V>(-87.3f) : x;
@@ -90,14 +90,14 @@ inline V exp_float(V x) {
 }
 
 template <class V>
-inline V sigmoid_float(V x) {
+RNNGRAPH_ALWAYS_INLINE V sigmoid_float(V x) {
   return 1.0f / (1.0f + exp_float(-x));
 }
 
 // tanh for float lanes (Cephes' tanhf): x + x³·P(x²) below |x| = 0.625, else
 // ±(1 − 2/(e^{2|x|} + 1)), which reaches ±1 exactly where float tanh does.
 template <class V>
-inline V tanh_float(V x) {
+RNNGRAPH_ALWAYS_INLINE V tanh_float(V x) {
   const V a = x < 0.0f ? -x : x;
   const V z = x * x;
   V p = -5.70498872745e-3f * z + 2.06390887954e-2f;
@@ -122,7 +122,7 @@ inline V per_lane(V x, F f) {
 
 // act(x), lane by lane.
 template <class S>
-inline typename Vec<S>::type activate(Activation act, typename Vec<S>::type x) {
+RNNGRAPH_ALWAYS_INLINE typename Vec<S>::type activate(Activation act, typename Vec<S>::type x) {
   using V = typename Vec<S>::type;
   switch (act) {
     case Activation::none:
@@ -148,7 +148,7 @@ inline typename Vec<S>::type activate(Activation act, typename Vec<S>::type x) {
 // value, so the saved zState is enough). relu and hardSigmoid select g or 0, as a NaN g
 // times a zero derivative would not.
 template <class S>
-inline typename Vec<S>::type times_derivative(Activation act, typename Vec<S>::type y,
+RNNGRAPH_ALWAYS_INLINE typename Vec<S>::type times_derivative(Activation act, typename Vec<S>::type y,
                                               typename Vec<S>::type g) {
   using V = typename Vec<S>::type;
   switch (act) {
