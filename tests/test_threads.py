@@ -18,7 +18,7 @@ def threads():
 
 # cell, bidirectional, N, H, T, resetAfter
 CASES = [
-    # N >= 16 and weights that fit a core's cache: the batch is cut into row chunks
+    # N >= 16 and weights up to 8 MiB: the batch is cut into row chunks
     ("singleGateRNN", False, 32, 64, 9, False),
     ("LSTM", False, 32, 64, 9, False),
     ("GRU", False, 24, 64, 9, False),
