@@ -7,19 +7,20 @@ import zlib
 import numpy as np
 import pytest
 
-import gradcheck
+from toolkit import WORST
 
 
 @pytest.fixture
 def rng(request):
-    # A seed per test, stable across runs and processes (str hashes are salted per process).
-    seed = zlib.crc32(request.node.nodeid.encode())
-    return np.random.default_rng(seed)
+    """The one source of random numbers: seeded from the crc32 of the test's node id, so a
+    test sees the same numbers in every run and process (``hash()`` of a str is salted per
+    process, crc32 is not). Tests that need several generators derive them from this one
+    (``rng.spawn(k)``)."""
+    return np.random.default_rng(zlib.crc32(request.node.nodeid.encode()))
 
 
 def pytest_terminal_summary(terminalreporter):
-    if gradcheck.WORST["error"] is not None:
+    if WORST["error"] is not None:
         terminalreporter.write_line(
-            f"worst finite-difference gradient error: {gradcheck.WORST['error']:.3e} "
-            f"({gradcheck.WORST['where']})"
+            f"worst finite-difference gradient error: {WORST['error']:.3e} ({WORST['where']})"
         )

@@ -9,7 +9,8 @@
   ``resetAfter=True`` (bias ``[Wb_z + Rb_z, Wb_r + Rb_r, Wb_h]``, secondaryBias ``Rb_h``).
   Forward only: onnxruntime has no training here.
 - The reset-before GRU's gradients against torch autograd of a small differentiable torch
-  GRU written below (itself checked against ``torch.nn.GRU`` for the reset-after variant).
+  GRU (tests/reference/torch_gru.py; itself checked against ``torch.nn.GRU`` for the
+  reset-after variant).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from onnx import TensorProto, helper
 import harness
 import rnngraph as rg
 from reference import gru_params_from_torch, state_from_torch, torch_grads_to_rnngraph
+from reference.torch_gru import torch_gru
 
 RETURN_ORDER = ("source", "recurrentWeight", "inputWeight", "bias", "initState", "secondaryBias")
 TORCH_ATOL = 1e-12  # float64 both sides, O(1) values: only summation order differs
@@ -137,62 +139,6 @@ def test_matches_torch_gru(bidirectional, T, N, I, H, with_h0):
 
 
 # --- a differentiable torch GRU, every rnngraph option (SPEC.md section 5) --------------------
-
-TORCH_ACTIVATIONS = {
-    "none": lambda v: v,
-    "relu": torch.relu,
-    "tanh": torch.tanh,
-    "sigmoid": torch.sigmoid,
-    "hardSigmoid": lambda v: torch.clamp(0.2 * v + 0.5, 0.0, 1.0),  # not torch's x/6 + 1/2
-}
-
-
-def torch_gru(x: dict, desc) -> torch.Tensor:
-    """h sequence [T, N, D·H] of the GRU described by ``desc``; ``x`` holds torch tensors by
-    Swift label (optional ones may be missing)."""
-    source, R = x["source"], x["recurrentWeight"]
-    T, N = source.shape[:2]
-    H = R.shape[-1]
-    D = 2 if desc.bidirectional else 1
-    names = ("none", "relu", "tanh", "sigmoid", "hardSigmoid")
-    act_z = TORCH_ACTIVATIONS[names[int(desc.updateGateActivation)]]
-    act_r = TORCH_ACTIVATIONS[names[int(desc.resetGateActivation)]]
-    act_o = TORCH_ACTIVATIONS[names[int(desc.outputGateActivation)]]
-    k = {"r": 0, "z": 1, "o": 2} if desc.resetGateFirst else {"z": 0, "r": 1, "o": 2}
-    directions = []
-    for d in range(D):
-        reverse = d == 1 if desc.bidirectional else desc.reverse
-        Rd = R[d] if desc.bidirectional else R
-        gates = slice(d * 3 * H, (d + 1) * 3 * H)
-        if "inputWeight" in x:
-            xp = source @ x["inputWeight"][gates].T
-        else:
-            xp = source[..., gates]
-        if "bias" in x:
-            xp = xp + x["bias"][gates]
-        hp = (x["initState"].reshape(N, D * H)[:, d * H:(d + 1) * H] if "initState" in x
-              else torch.zeros(N, H, dtype=source.dtype))
-        b2 = x["secondaryBias"][d * H:(d + 1) * H] if "secondaryBias" in x else 0.0
-        outputs = [None] * T
-        for t in (range(T - 1, -1, -1) if reverse else range(T)):
-            hm = hp
-            if "mask" in x:
-                hm = hp * torch.broadcast_to(x["mask"], (T, N, D * H))[t][:, d * H:(d + 1) * H]
-
-            def block(a, g):
-                return a[..., k[g] * H:(k[g] + 1) * H]
-
-            z = act_z(block(xp[t], "z") + hm @ block(Rd.T, "z"))
-            r = act_r(block(xp[t], "r") + hm @ block(Rd.T, "r"))
-            if desc.resetAfter:
-                o = act_o(block(xp[t], "o") + r * (hm @ block(Rd.T, "o") + b2))
-            else:
-                o = act_o(block(xp[t], "o") + (hm * r) @ block(Rd.T, "o"))
-            hp = (1 - z) * hp + z * o if desc.flipZ else z * hp + (1 - z) * o
-            outputs[t] = hp
-        directions.append(torch.stack(outputs))
-    return torch.cat(directions, dim=-1)
-
 
 def torch_loss_and_grads(x_np: dict, desc, dy, dS):
     """Σ h·dy + Σ h_final·dS through ``torch_gru``; returns (h, {label: gradient})."""

@@ -13,11 +13,23 @@ Public functions
     and, for the LSTM, ``"c"``).
 
 Keyword names are the Swift labels used in the SPEC.
+
+Pre-activations
+---------------
+Each cell function also takes ``return_preactivations=False``. When true it
+returns ``(outputs, preactivations)``: ``preactivations`` maps each
+activation slot of the descriptor (``"activation"`` for the single gate;
+``"inputGateActivation"`` ... ``"activation"`` for the LSTM, whose
+``"activation"`` entry is the cell state c it is applied to;
+``"updateGateActivation"`` ... ``"outputGateActivation"`` for the GRU) to
+every value passed to that slot's activation, as ``[T, N, D*H]`` laid out
+like the outputs. Tests use them to keep finite differences away from the
+kinks of relu and hardSigmoid.
 """
 
 import numpy as np
 
-__all__ = ["ACTIVATION_NAMES", "activation", "single_gate_rnn", "lstm", "gru"]
+__all__ = ["ACTIVATION_NAMES", "activation", "gru", "lstm", "single_gate_rnn"]
 
 #: SPEC section 2: raw values 0..4 in this order.
 ACTIVATION_NAMES = ("none", "relu", "tanh", "sigmoid", "hardSigmoid")
@@ -221,31 +233,45 @@ def _run_recurrence(step, *, source, recurrentWeight, inputWeight, bias,
             for name in per_direction[0]}
 
 
+def _outputs(records, output_names, return_preactivations):
+    """Split the records of ``_run_recurrence`` into the cell's outputs and,
+    if asked for, the pre-activations (every other record, keyed by slot)."""
+    outputs = {name: records[name] for name in output_names}
+    if not return_preactivations:
+        return outputs
+    preactivations = {slot: value for slot, value in records.items()
+                      if slot not in output_names}
+    return outputs, preactivations
+
+
 # ---------------------------------------------------------------------------
 # SPEC section 5: the three cells
 # ---------------------------------------------------------------------------
 
 def single_gate_rnn(source, recurrentWeight, inputWeight=None, bias=None,
                     initState=None, mask=None, *, reverse=False,
-                    bidirectional=False, activation="relu"):
+                    bidirectional=False, activation="relu",
+                    return_preactivations=False):
     """Single-gate RNN forward (SPEC section 5, "Single gate").
 
     ``z[t] = x'[t] + hm·Rᵀ``; ``h[t] = act(z[t])``.
 
     Returns ``{"h": [T,N,D*H], "zState": [T,N,D*H]}`` where zState holds
-    the pre-activation ``z[t]``.
+    the pre-activation ``z[t]`` (and, with ``return_preactivations``, the
+    same values as ``{"activation": z}``; see the module docstring).
     """
     act_name = activation
 
     def step(d, xp_t, weight, prev, hm):
         z = xp_t + hm @ weight.T
-        return {"h": _apply(act_name, z), "zState": z}
+        return {"h": _apply(act_name, z), "zState": z, "activation": z}
 
-    return _run_recurrence(step, source=source,
-                           recurrentWeight=recurrentWeight,
-                           inputWeight=inputWeight, bias=bias, mask=mask,
-                           initial={"h": initState}, num_gates=1,
-                           reverse=reverse, bidirectional=bidirectional)
+    records = _run_recurrence(step, source=source,
+                              recurrentWeight=recurrentWeight,
+                              inputWeight=inputWeight, bias=bias, mask=mask,
+                              initial={"h": initState}, num_gates=1,
+                              reverse=reverse, bidirectional=bidirectional)
+    return _outputs(records, ("h", "zState"), return_preactivations)
 
 
 def lstm(source, recurrentWeight, inputWeight=None, bias=None,
@@ -253,7 +279,7 @@ def lstm(source, recurrentWeight, inputWeight=None, bias=None,
          reverse=False, bidirectional=False, forgetGateLast=False,
          inputGateActivation="sigmoid", forgetGateActivation="sigmoid",
          cellGateActivation="tanh", outputGateActivation="sigmoid",
-         activation="tanh"):
+         activation="tanh", return_preactivations=False):
     """LSTM forward (SPEC section 5, "LSTM")::
 
         a_g[t] = act_g( x'_g[t] + hm·R_gᵀ + p_g ⊙ cp )   for g in i, f, z, o
@@ -265,11 +291,14 @@ def lstm(source, recurrentWeight, inputWeight=None, bias=None,
 
     Returns ``{"h": [T,N,D*H], "c": [T,N,D*H], "zState": [T,N,D*4H]}``;
     zState holds the activated gates in descriptor gate order, forward
-    block first when bidirectional.
+    block first when bidirectional. ``return_preactivations``: see the
+    module docstring.
     """
     gate_order = LSTM_GATES_FORGET_LAST if forgetGateLast else LSTM_GATES
     gate_activations = {"i": inputGateActivation, "f": forgetGateActivation,
                         "z": cellGateActivation, "o": outputGateActivation}
+    gate_slots = {"i": "inputGateActivation", "f": "forgetGateActivation",
+                  "z": "cellGateActivation", "o": "outputGateActivation"}
     cell_activation = activation
     num_dirs = _num_directions(bidirectional)
     hidden = np.asarray(recurrentWeight).shape[-1]
@@ -281,27 +310,30 @@ def lstm(source, recurrentWeight, inputWeight=None, bias=None,
         p = _per_direction_vector(peephole, d, num_dirs, 4 * hidden)
         p_gates = _gate_blocks(np.broadcast_to(p, (4 * hidden,)), gate_order,
                                hidden)
-        a = {g: _apply(gate_activations[g],
-                       x_gates[g] + hm @ r_gates[g].T + p_gates[g] * cp)
-             for g in gate_order}
+        pre = {g: x_gates[g] + hm @ r_gates[g].T + p_gates[g] * cp
+               for g in gate_order}
+        a = {g: _apply(gate_activations[g], pre[g]) for g in gate_order}
         c = a["f"] * cp + a["i"] * a["z"]
         h = a["o"] * _apply(cell_activation, c)
         z_state = np.concatenate([a[g] for g in gate_order], axis=-1)
-        return {"h": h, "c": c, "zState": z_state}
+        preactivations = {gate_slots[g]: pre[g] for g in gate_order}
+        return {"h": h, "c": c, "zState": z_state, **preactivations,
+                "activation": c}
 
-    return _run_recurrence(step, source=source,
-                           recurrentWeight=recurrentWeight,
-                           inputWeight=inputWeight, bias=bias, mask=mask,
-                           initial={"h": initState, "c": initCell},
-                           num_gates=4, reverse=reverse,
-                           bidirectional=bidirectional)
+    records = _run_recurrence(step, source=source,
+                              recurrentWeight=recurrentWeight,
+                              inputWeight=inputWeight, bias=bias, mask=mask,
+                              initial={"h": initState, "c": initCell},
+                              num_gates=4, reverse=reverse,
+                              bidirectional=bidirectional)
+    return _outputs(records, ("h", "c", "zState"), return_preactivations)
 
 
 def gru(source, recurrentWeight, inputWeight=None, bias=None, initState=None,
         mask=None, secondaryBias=None, *, reverse=False, bidirectional=False,
         resetGateFirst=False, resetAfter=False, flipZ=False,
         updateGateActivation="sigmoid", resetGateActivation="sigmoid",
-        outputGateActivation="tanh"):
+        outputGateActivation="tanh", return_preactivations=False):
     """GRU forward (SPEC section 5, "GRU")::
 
         z[t] = act_z( x'_z + hm·R_zᵀ )
@@ -316,7 +348,8 @@ def gru(source, recurrentWeight, inputWeight=None, bias=None, initState=None,
     ``[r,z,o]`` with ``resetGateFirst`` (SPEC section 3).
 
     Returns ``{"h": [T,N,D*H], "zState": [T,N,D*3H]}``; zState holds the
-    activated ``z, r, o`` in descriptor gate order.
+    activated ``z, r, o`` in descriptor gate order. ``return_preactivations``:
+    see the module docstring.
     """
     gate_order = GRU_GATES_RESET_FIRST if resetGateFirst else GRU_GATES
     num_dirs = _num_directions(bidirectional)
@@ -326,8 +359,10 @@ def gru(source, recurrentWeight, inputWeight=None, bias=None, initState=None,
         hp = prev["h"]
         x_gates = _gate_blocks(xp_t, gate_order, hidden)
         r_gates = _gate_weights(weight, gate_order, hidden)
-        z = _apply(updateGateActivation, x_gates["z"] + hm @ r_gates["z"].T)
-        r = _apply(resetGateActivation, x_gates["r"] + hm @ r_gates["r"].T)
+        z_pre = x_gates["z"] + hm @ r_gates["z"].T
+        r_pre = x_gates["r"] + hm @ r_gates["r"].T
+        z = _apply(updateGateActivation, z_pre)
+        r = _apply(resetGateActivation, r_pre)
         if resetAfter:
             b2 = _per_direction_vector(secondaryBias, d, num_dirs, hidden)
             o_pre = x_gates["o"] + r * (hm @ r_gates["o"].T + b2)
@@ -340,10 +375,12 @@ def gru(source, recurrentWeight, inputWeight=None, bias=None, initState=None,
             h = z * hp + (1 - z) * o
         activated = {"z": z, "r": r, "o": o}
         z_state = np.concatenate([activated[g] for g in gate_order], axis=-1)
-        return {"h": h, "zState": z_state}
+        return {"h": h, "zState": z_state, "updateGateActivation": z_pre,
+                "resetGateActivation": r_pre, "outputGateActivation": o_pre}
 
-    return _run_recurrence(step, source=source,
-                           recurrentWeight=recurrentWeight,
-                           inputWeight=inputWeight, bias=bias, mask=mask,
-                           initial={"h": initState}, num_gates=3,
-                           reverse=reverse, bidirectional=bidirectional)
+    records = _run_recurrence(step, source=source,
+                              recurrentWeight=recurrentWeight,
+                              inputWeight=inputWeight, bias=bias, mask=mask,
+                              initial={"h": initState}, num_gates=3,
+                              reverse=reverse, bidirectional=bidirectional)
+    return _outputs(records, ("h", "zState"), return_preactivations)

@@ -23,11 +23,11 @@ here: the functions only read attributes of the module passed in.
 import numpy as np
 
 __all__ = [
-    "rnn_params_from_torch",
-    "lstm_params_from_torch",
     "gru_params_from_torch",
-    "torch_grads_to_rnngraph",
+    "lstm_params_from_torch",
+    "rnn_params_from_torch",
     "state_from_torch",
+    "torch_grads_to_rnngraph",
 ]
 
 #: Gates per direction (SPEC section 1) for each cell name.
