@@ -29,20 +29,23 @@ def test_level_matches_the_reference(level, cell, size):
     rng = np.random.default_rng(11)
     x = harness.make_inputs(cell, rng, T=T, N=N, I=I, H=H, bidirectional=True, mask=True,
                             peephole=True, secondaryBias=True, scale=0.4)
-    options = {"bidirectional": True}
+    properties = {"bidirectional": True}
     if cell == "GRU":
-        options["resetAfter"] = bool(N % 2)
-    desc = harness.descriptor(cell, **options)
+        properties["resetAfter"] = bool(N % 2)
+    desc = harness.descriptor(cell, **properties)
+    options = getattr(core, type(desc).__name__.replace("Descriptor", "Options"))(**properties)
     expected = harness.reference_forward(cell, x, desc)
-    h, c, z = core.rnn_forward(cell, options, training=True, **x)
+    h, c, z = core.rnn_forward(options, x, training=True)
     np.testing.assert_allclose(h, expected["h"], rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(z, expected["zState"], rtol=1e-12, atol=1e-12)
     # The gradients of this level against the baseline build's.
     dy = rng.standard_normal(h.shape)
     saved = {"cellOutputFwd": c} if cell == "LSTM" else ({"outputFwd": h} if cell == "GRU" else {})
-    grads = core.rnn_gradients(cell, options, sourceGradient=dy, zState=z, **saved, **x)
-    baseline = _native.load("baseline").rnn_gradients(cell, options, sourceGradient=dy, zState=z,
-                                                      **saved, **x)
+    inputs = x | saved | {"sourceGradient": dy, "zState": z}
+    grads = core.rnn_gradients(options, inputs)
+    baseline_core = _native.load("baseline")
+    baseline_options = getattr(baseline_core, type(options).__name__)(**properties)
+    baseline = baseline_core.rnn_gradients(baseline_options, inputs)
     assert list(grads) == list(baseline)
     for label in grads:
         np.testing.assert_allclose(grads[label], baseline[label], rtol=1e-11, atol=1e-11)

@@ -136,20 +136,25 @@ def test_packed_weights_of_another_shape_are_refused():
     rng = np.random.default_rng(1)
     R = rng.standard_normal((8, 2))
     W = rng.standard_normal((8, 3))
-    packed = core.pack_forward_weights("LSTM", {}, R, W)
+    lstm = core.LSTMOptions()
+    packed = core.pack_forward_weights(lstm, R, W)
     source = rng.standard_normal((2, 1, 3))
-    h, _, _ = core.rnn_forward("LSTM", {}, source, R, inputWeight=W, packed=packed)
+    h, _, _ = core.rnn_forward(lstm, {"source": source, "recurrentWeight": R, "inputWeight": W},
+                               packed=packed)
     assert h.shape == (2, 1, 2)
-    with pytest.raises(ValueError, match="packed"):
-        core.rnn_forward("LSTM", {}, rng.standard_normal((2, 1, 4)), R,
-                         inputWeight=rng.standard_normal((8, 4)), packed=packed)
-    with pytest.raises(ValueError, match="packed"):
-        core.rnn_forward("GRU", {}, rng.standard_normal((2, 1, 3)), rng.standard_normal((6, 2)),
-                         inputWeight=rng.standard_normal((6, 3)), packed=packed)
-    with pytest.raises(ValueError, match="packed"):
-        core.rnn_forward("LSTM", {}, source.astype(np.float32), R.astype(np.float32),
-                         inputWeight=W.astype(np.float32), packed=packed)
-    with pytest.raises(ValueError, match="recurrentWeight"):
-        core.pack_forward_weights("LSTM", {}, rng.standard_normal((8, 3)), W)
-    with pytest.raises(TypeError):
-        core.pack_forward_weights("LSTM", {}, R.astype(np.int64), W)
+    with pytest.raises(ValueError, match="LSTM: packed"):
+        core.rnn_forward(lstm, {"source": rng.standard_normal((2, 1, 4)), "recurrentWeight": R,
+                                "inputWeight": rng.standard_normal((8, 4))}, packed=packed)
+    with pytest.raises(ValueError, match="GRU: packed"):
+        core.rnn_forward(core.GRUOptions(), {"source": rng.standard_normal((2, 1, 3)),
+                                             "recurrentWeight": rng.standard_normal((6, 2)),
+                                             "inputWeight": rng.standard_normal((6, 3))},
+                         packed=packed)
+    with pytest.raises(ValueError, match="LSTM: packed"):
+        core.rnn_forward(lstm, {"source": source.astype(np.float32),
+                                "recurrentWeight": R.astype(np.float32),
+                                "inputWeight": W.astype(np.float32)}, packed=packed)
+    with pytest.raises(ValueError, match="LSTM: recurrentWeight"):
+        core.pack_forward_weights(lstm, rng.standard_normal((8, 3)), W)
+    with pytest.raises(TypeError, match="LSTM: recurrentWeight: expected dtype"):
+        core.pack_forward_weights(lstm, R.astype(np.int64), W)

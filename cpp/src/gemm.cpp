@@ -1,7 +1,8 @@
-#include "rnngraph/gemm.hpp"
+#include "gemm.hpp"
 
-#include "rnngraph/threads.hpp"
+#include "parallel.hpp"
 #include "simd.hpp"
+#include "tuning.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -33,11 +34,8 @@ bool degenerate(Index m, Index n, Index k, S beta, S* c, Index ldc) {
   return true;
 }
 
-// Below this many multiply-adds a BLAS call costs more in dispatch than in arithmetic
-// (a [1, 32] x [32, 128] step of a tiny LSTM), so a small kernel here does the work. It
-// accumulates every C element over k in order, whatever the buffers' alignment, so results
-// are reproducible bit for bit from call to call.
-constexpr Index kSmallGemm = 32 * 1024;
+// The small kernel (tuning::kSmallGemm): it accumulates every C element over k in order,
+// whatever the buffers' alignment, so results are reproducible bit for bit from call to call.
 
 template <class S, int Width>
 inline void small_gemm_panel(bool ta, bool tb, Index i, Index j0, Index width, Index k, S alpha,
@@ -126,10 +124,8 @@ void recurrent_nt(Index m, Index n, Index k, const S* a, Index lda, const S* b, 
 
 // Whether a product goes to the dot-product kernel above: A plain with few rows (it re-reads
 // A for every four rows of B), B transposed (R's own rows), enough work to matter.
-constexpr Index kRecurrentDotRows = 16;
-
 bool recurrent_shape(Trans ta, Trans tb, Index m, Index n, Index k) {
-  return ta == Trans::no && tb == Trans::yes && m <= kRecurrentDotRows && n * k >= 1024;
+  return ta == Trans::no && tb == Trans::yes && m <= tuning::kDotRows && n * k >= tuning::kDotMinSize;
 }
 
 template <class S>
@@ -168,12 +164,9 @@ template <class S>
 void serial_gemm(Trans ta, Trans tb, Index m, Index n, Index k, S alpha, const S* a, Index lda,
                  const S* b, Index ldb, S beta, S* c, Index ldc) {
   if (try_recurrent(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)) return;
-  if (m * n * k <= kSmallGemm) return small_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  if (m * n * k <= tuning::kSmallGemm) return small_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   blas_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
-
-// Products this large are cut into one block of C per thread (rnngraph's own threads).
-constexpr Index kParallelGemm = Index(1) << 22;
 
 }  // namespace
 
@@ -181,11 +174,10 @@ template <class S>
 void gemm(Trans ta, Trans tb, Index m, Index n, Index k, S alpha, const S* a, Index lda,
           const S* b, Index ldb, S beta, S* c, Index ldc) {
   if (degenerate(m, n, k, beta, c, ldc)) return;
-  // Few rows (a forward step) or more columns than rows: cut the columns; else the rows,
-  // in blocks of at least 16.
+  // Few rows (a forward step) or more columns than rows: cut the columns; else the rows.
   const bool by_columns = recurrent_shape(ta, tb, m, n, k) || n > m;
   const Index extent = by_columns ? n : m;
-  const int parts = threads_for(m * n * k, kParallelGemm, extent / 16);
+  const int parts = threads_for(m * n * k, tuning::ParallelSite::gemm, extent / tuning::kMinGemmBlock);
   if (parts <= 1) return serial_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   run_parts(parts, true, [&](int i) {
     const Index lo = extent * i / parts, hi = extent * (i + 1) / parts;
@@ -199,9 +191,31 @@ void gemm(Trans ta, Trans tb, Index m, Index n, Index k, S alpha, const S* a, In
   });
 }
 
+template <class S>
+void gemm_with(ProductPath kernel, Trans ta, Trans tb, Index m, Index n, Index k, S alpha,
+               const S* a, Index lda, const S* b, Index ldb, S beta, S* c, Index ldc) {
+  if (degenerate(m, n, k, beta, c, ldc)) return;
+  switch (kernel) {
+    case ProductPath::dot:
+      if (ta == Trans::no && tb == Trans::yes && alpha == S(1)) {
+        return recurrent_nt(m, n, k, a, lda, b, ldb, beta, c, ldc);
+      }
+      break;
+    case ProductPath::blas: return blas_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    case ProductPath::small: return small_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    default: break;
+  }
+  gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
 template void gemm<float>(Trans, Trans, Index, Index, Index, float, const float*, Index,
                           const float*, Index, float, float*, Index);
 template void gemm<double>(Trans, Trans, Index, Index, Index, double, const double*, Index,
                            const double*, Index, double, double*, Index);
+
+template void gemm_with<float>(ProductPath, Trans, Trans, Index, Index, Index, float, const float*,
+                               Index, const float*, Index, float, float*, Index);
+template void gemm_with<double>(ProductPath, Trans, Trans, Index, Index, Index, double,
+                                const double*, Index, const double*, Index, double, double*, Index);
 
 }  // namespace rnngraph

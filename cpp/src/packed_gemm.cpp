@@ -1,7 +1,9 @@
-#include "rnngraph/packed_gemm.hpp"
+#include "packed_gemm.hpp"
 
-#include "rnngraph/threads.hpp"
+#include "parallel.hpp"
+#include "rnngraph/forced_paths.hpp"
 #include "simd.hpp"
+#include "tuning.hpp"
 
 #include <cstring>
 #include <vector>
@@ -20,12 +22,17 @@ constexpr int kPanelVectors = 2;  // the widest panel, in vectors
 // MR for three or more rows: 24 accumulators of AVX-512's 32 registers, 12 of AVX2's 16.
 template <int NV>
 constexpr int kTileRows = simd::kWide ? (NV == 2 ? 12 : 16) : (NV == 2 ? 6 : 12);
-constexpr int kFewRows = 2;                         // up to this many rows, NP = 3 panels
-// Up to this many rows (AVX-512 only: 24 accumulators), NP = 2 panels without prefetching.
-// A product of a few rows is bound by the stream of B from L3, where the hardware prefetcher
-// alone does better: 4-6 rows measured 1.3-1.5x faster this way than in one-panel tiles that
-// prefetch the next panel (which pays off only where many rows share each panel).
-constexpr int kSomeRows = simd::kWide ? 6 : kFewRows;
+// The three tile regimes (tuning.hpp): few rows (NP = 3), some rows (NP = 2, AVX-512 only),
+// many rows (NP = 1 with prefetching).
+constexpr int kFewRows = tuning::kFewRows;
+constexpr int kSomeRows = simd::kWide ? tuning::kSomeRowsWide : kFewRows;
+
+TilePath tile_for(Index m) {
+  const TilePath forced = forced_paths().tile;
+  if (forced != TilePath::automatic) return forced;
+  if (m <= kFewRows) return TilePath::few;
+  return m <= kSomeRows ? TilePath::some : TilePath::many;
+}
 
 // Vectors per panel for blocks of `cols` columns: the fewest padding columns, then the widest.
 template <class S>
@@ -177,8 +184,7 @@ void pack_panels(const S* src, Index p_stride, Index j_stride, Index k, Index gr
                base + i * k * W);
   };
   const Index panels = out.panels();
-  constexpr Index kParallelPack = Index(1) << 18;  // elements worth a second thread
-  const int threads = threads_for(panels * k * W, kParallelPack, panels);
+  const int threads = threads_for(panels * k * W, tuning::ParallelSite::pack, panels);
   run_parts(threads, threads > 1, [&](int t) {
     for (Index i = panels * t / threads; i < panels * (t + 1) / threads; ++i) pack(i);
   });
@@ -191,13 +197,15 @@ void packed_gemm(Index m, Index k0, Index kc, const S* a, Index lda, const Packe
   auto sweep = [&](auto nv) {
     constexpr int NV = decltype(nv)::value;
     Index i = first;
-    if (m <= kFewRows) {
+    const TilePath tile = tile_for(m);
+    if (tile == TilePath::few) {
       // One or two rows: three panels at once give enough independent accumulators to hide
       // the FMA latency of this bandwidth-bound product.
       i = panel_sweep<S, kFewRows, 3, NV>(m, k0, kc, a, lda, false, b, first, i, last, beta, c, ldc);
-    } else if (m <= kSomeRows) {
+    } else if (tile == TilePath::some) {
       i = panel_sweep<S, kSomeRows, 2, NV>(m, k0, kc, a, lda, true, b, first, i, last, beta, c, ldc);
     }
+    // The many-row tile, and the panels left over by a wider tile.
     panel_sweep<S, kTileRows<NV>, 1, NV>(m, k0, kc, a, lda, m > kFewRows, b, first, i, last, beta, c,
                                          ldc);
   };

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "rnngraph/arrays.hpp"
+#include "arrays.hpp"
 
 namespace rnngraph {
 namespace simd {

@@ -1,4 +1,4 @@
-#include "rnngraph/threads.hpp"
+#include "parallel.hpp"
 
 #include <algorithm>
 #include <condition_variable>
@@ -40,11 +40,12 @@ int requested_locked() {
 }  // namespace
 
 BlasInfo blas_info() {
+  get_num_threads();  // the BLAS is pinned to one thread from the first use on
   BlasInfo info;
   info.library = kLibrary;
   info.config = RNNGRAPH_OPENBLAS(get_config)();
   info.core = RNNGRAPH_OPENBLAS(get_corename)();
-  info.num_threads = get_num_threads();
+  info.num_threads = RNNGRAPH_OPENBLAS(get_num_threads)();
   return info;
 }
 
@@ -62,8 +63,8 @@ int get_num_threads() {
 
 bool in_parallel_part() { return parallel_part; }
 
-int threads_for(std::int64_t work, std::int64_t threshold, std::int64_t parts) {
-  if (work < threshold || parts <= 1 || in_parallel_part()) return 1;
+int threads_for(std::int64_t work, tuning::ParallelSite site, std::int64_t parts) {
+  if (work < tuning::parallel_threshold(site) || parts <= 1 || in_parallel_part()) return 1;
   return static_cast<int>(std::min<std::int64_t>(get_num_threads(), parts));
 }
 
@@ -78,7 +79,7 @@ void SpinBarrier::wait() {
 #ifdef RNNGRAPH_X86
     _mm_pause();
 #endif
-    if (spins > (1 << 16)) std::this_thread::yield();
+    if (spins > tuning::kBarrierSpins) std::this_thread::yield();
   }
 }
 
@@ -123,7 +124,7 @@ class WorkerPool {
     job(0);
     // The workers finish at about the same time as job(0): spin briefly before sleeping.
     for (long spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins) {
-      if (spins > kSpins) {
+      if (spins > tuning::kWorkerSpins) {
         std::unique_lock<std::mutex> lock(mutex_);
         done_.wait(lock, [&] { return pending_.load(std::memory_order_acquire) == 0; });
         break;
@@ -136,11 +137,6 @@ class WorkerPool {
   }
 
  private:
-  // About 100 µs of spinning: a worker that finished a job looks for the next one this long
-  // before it sleeps (a wake-up from sleep costs tens of microseconds), so the parallel
-  // sections of one call, and of calls made back to back, start at once.
-  static constexpr long kSpins = 4000;
-
   static void pause() {
 #ifdef RNNGRAPH_X86
     _mm_pause();
@@ -149,7 +145,7 @@ class WorkerPool {
 
   void work(int index, unsigned seen) {
     for (;;) {
-      for (long spins = 0; generation_.load(std::memory_order_acquire) == seen && spins < kSpins; ++spins) {
+      for (long spins = 0; generation_.load(std::memory_order_acquire) == seen && spins < tuning::kWorkerSpins; ++spins) {
         pause();
       }
       std::unique_lock<std::mutex> lock(mutex_);

@@ -44,7 +44,7 @@ def _rnn_rule(graph, op, cotangent):
     else:  # the op did not keep its training state: record a training twin of it
         twin = descriptor.copy()
         twin.training = True
-        names = ["h", "c", "zState"] if spec.gates == 4 else ["h", "zState"]
+        names = list(spec.training_outputs)
         tensors = forward_op(graph, spec, inputs, twin, f"{op.name}/training", lambda d: names)
         saved = dict(zip(names, tensors))
     arguments = dict(inputs, sourceGradient=cotangent[outputs["h"]], zState=saved["zState"])

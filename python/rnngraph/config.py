@@ -9,8 +9,12 @@ from rnngraph._native import supported_levels
 AVX512_CORES = ("SkylakeX", "Cooperlake", "SapphireRapids")
 
 
-def blas_info() -> dict:
-    """{'library', 'config', 'core', 'num_threads'} of the BLAS rnngraph calls."""
+def blas_info() -> dict[str, str | int]:
+    """``{'library', 'config', 'core', 'num_threads'}`` of the BLAS rnngraph calls.
+
+    ``num_threads`` is the BLAS's own thread count, which rnngraph keeps at 1: rnngraph runs
+    its own threads (``get_num_threads``) and calls the BLAS inside them.
+    """
     return dict(_core.blas_info())
 
 
@@ -20,17 +24,19 @@ def kernel_level() -> str:
 
 
 def show_config() -> None:
-    """Print the BLAS library, its version and build, the detected core and the threads."""
+    """Print the BLAS library, its version and build, the detected core, and the threads of
+    rnngraph and of its BLAS."""
     info = blas_info()
     print(f"rnngraph BLAS library : {info['library']}")
     print(f"BLAS build            : {info['config']}")
     print(f"BLAS detected core    : {info['core']}")
-    print(f"BLAS threads          : {info['num_threads']}")
+    print(f"rnngraph threads      : {get_num_threads()}")
+    print(f"BLAS threads          : {info['num_threads']} (rnngraph calls it from its own threads)")
     print(f"rnngraph kernels      : {kernel_level()} (built: {', '.join(supported_levels())})")
 
 
 def set_num_threads(n: int) -> None:
-    """Threads rnngraph's kernels use (its own OpenBLAS; NumPy's BLAS is not touched)."""
+    """Set the threads rnngraph's kernels use (``n >= 1``); NumPy's BLAS is not touched."""
     if isinstance(n, bool) or not isinstance(n, int):
         raise TypeError(f"set_num_threads: expected an int, got {n!r}")
     if n < 1:
@@ -39,4 +45,5 @@ def set_num_threads(n: int) -> None:
 
 
 def get_num_threads() -> int:
+    """The threads rnngraph's kernels use (by default, one per core)."""
     return int(_core.get_num_threads())

@@ -12,7 +12,7 @@
 
 #include "output_pool.hpp"
 
-#include "rnngraph/arrays.hpp"
+#include "rnngraph/problem.hpp"
 
 namespace rnngraph::bind {
 

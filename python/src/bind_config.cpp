@@ -1,12 +1,78 @@
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
 #include <string>
 
+#include "rnngraph/forced_paths.hpp"
 #include "rnngraph/threads.hpp"
 
 namespace py = pybind11;
 
 namespace rnngraph::bind {
+
+namespace {
+
+// Private switches for tests and measurements (rnngraph/forced_paths.hpp).
+template <class Path>
+Path path_from(const std::string& kind, const std::string& value,
+               std::initializer_list<std::pair<const char*, Path>> names) {
+  std::string all;
+  for (const auto& [name, path] : names) {
+    if (value == name) return path;
+    all += (all.empty() ? "" : ", ") + std::string(name);
+  }
+  throw py::value_error("_force_paths: " + kind + ": expected one of " + all + ", got '" + value + "'");
+}
+
+template <class Path>
+std::string path_name(Path p, std::initializer_list<std::pair<const char*, Path>> names) {
+  for (const auto& [name, path] : names) {
+    if (p == path) return name;
+  }
+  return "?";
+}
+
+const std::initializer_list<std::pair<const char*, ProductPath>> kProducts = {
+    {"auto", ProductPath::automatic}, {"packed", ProductPath::packed}, {"dot", ProductPath::dot},
+    {"blas", ProductPath::blas}, {"small", ProductPath::small}};
+const std::initializer_list<std::pair<const char*, TilePath>> kTiles = {
+    {"auto", TilePath::automatic}, {"few", TilePath::few}, {"some", TilePath::some}, {"many", TilePath::many}};
+const std::initializer_list<std::pair<const char*, SplitPath>> kSplits = {
+    {"auto", SplitPath::automatic}, {"serial", SplitPath::serial}, {"rows", SplitPath::rows},
+    {"team", SplitPath::team}};
+
+void bind_paths(py::module_& m) {
+  m.def(
+      "_force_paths",
+      [](const std::string& product, const std::string& tile, const std::string& split) {
+        ForcedPaths p;
+        p.product = path_from("product", product, kProducts);
+        p.tile = path_from("tile", tile, kTiles);
+        p.split = path_from("split", split, kSplits);
+        force_paths(p);
+      },
+      py::kw_only(), py::arg("product") = "auto", py::arg("tile") = "auto", py::arg("split") = "auto",
+      "For tests: select the forward step's product kernel (auto, packed, dot, blas, small), the\n"
+      "panel kernel's tile (auto, few, some, many) and the work split (auto, serial, rows,\n"
+      "team) regardless of shape, process-wide; 'auto' leaves the choice to the thresholds.");
+  m.def(
+      "_forced_paths",
+      [] {
+        const ForcedPaths p = forced_paths();
+        py::dict d;
+        d["product"] = path_name(p.product, kProducts);
+        d["tile"] = path_name(p.tile, kTiles);
+        d["split"] = path_name(p.split, kSplits);
+        return d;
+      },
+      "The paths _force_paths set: {'product', 'tile', 'split'}.");
+  m.def("_parallel_thresholds", &parallel_thresholds,
+        "For measurements: [(site, threshold)] of the work worth a second thread.");
+  m.def("_set_parallel_threshold", &set_parallel_threshold, py::arg("site"), py::arg("value"),
+        "For measurements: move a site's threshold (a negative value restores the default).");
+}
+
+}  // namespace
 
 void bind_config(py::module_& m) {
   m.def(
@@ -43,8 +109,9 @@ void bind_config(py::module_& m) {
 #else
   m.attr("kernel_level") = "baseline";
 #endif
-  m.def("set_num_threads", &set_num_threads, py::arg("n"), "Threads used by rnngraph's BLAS.");
-  m.def("get_num_threads", &get_num_threads, "Threads used by rnngraph's BLAS.");
+  m.def("set_num_threads", &set_num_threads, py::arg("n"), "Threads rnngraph's kernels use.");
+  m.def("get_num_threads", &get_num_threads, "Threads rnngraph's kernels use.");
+  bind_paths(m);
 }
 
 }  // namespace rnngraph::bind

@@ -4,6 +4,7 @@
 namespace py = pybind11;
 
 namespace rnngraph::bind {
+void bind_cell_options(py::module_& m);
 void bind_rnn(py::module_& m);
 void bind_config(py::module_& m);
 }  // namespace rnngraph::bind
@@ -14,6 +15,7 @@ void bind_config(py::module_& m);
 
 PYBIND11_MODULE(RNNGRAPH_MODULE_NAME, m) {
   m.doc() = "rnngraph's compiled core (private: use the rnngraph package).";
+  rnngraph::bind::bind_cell_options(m);
   rnngraph::bind::bind_rnn(m);
   rnngraph::bind::bind_config(m);
 }

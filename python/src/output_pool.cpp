@@ -3,7 +3,7 @@
 #include <mutex>
 #include <new>
 
-#include "rnngraph/workspace.hpp"
+#include "rnngraph/memory.hpp"
 
 namespace rnngraph::bind {
 namespace {

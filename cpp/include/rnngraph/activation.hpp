@@ -5,8 +5,6 @@
 #include <stdexcept>
 #include <string>
 
-#include "rnngraph/arrays.hpp"
-
 namespace rnngraph {
 
 enum class Activation : int { none = 0, relu = 1, tanh = 2, sigmoid = 3, hardSigmoid = 4 };

@@ -2,13 +2,15 @@
 // Field names are the Swift labels so Python and C++ read alike.
 #pragma once
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
 #include "rnngraph/activation.hpp"
-#include "rnngraph/arrays.hpp"
 
 namespace rnngraph {
+
+using Index = std::int64_t;
 
 // Sizes of one call (SPEC.md section 1). All tensors are dense row-major with the
 // bidirectional layouts of the SPEC table: initState/initCell [N, D·H], the mask
@@ -55,7 +57,7 @@ struct GRUOptions {
 };
 
 template <class S>
-struct PackedForwardWeights;  // packed_weights.hpp
+class PackedForwardWeights;  // packed_weights.hpp
 
 // Forward buffers. Optional inputs are nullptr when absent; zState is nullptr when
 // the op is not training; cellOutput is used by the LSTM only (always required there,

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
+from rnngraph._native import core as _core
 from rnngraph.descriptors import GRUDescriptor
 from rnngraph.ops.recurrent import CellSpec, forward_op, gradient_op
 
 GRU_CELL = CellSpec(
-    name="GRU",
-    gradient_name="GRUGradients",
-    gates=3,
+    options_type=_core.GRUOptions,
     descriptor_type=GRUDescriptor,
     gradient_required=("outputFwd",),
     returned=("source", "recurrentWeight", "inputWeight", "bias", "initState", "secondaryBias"),
@@ -16,7 +15,7 @@ GRU_CELL = CellSpec(
 
 
 def _outputs(descriptor) -> list:
-    return ["h", "zState"] if descriptor.training else ["h"]
+    return list(GRU_CELL.training_outputs) if descriptor.training else ["h"]
 
 
 class GRUOps:

@@ -2,24 +2,24 @@
 
 from __future__ import annotations
 
+from rnngraph._native import core as _core
 from rnngraph.descriptors import LSTMDescriptor
 from rnngraph.ops.recurrent import CellSpec, forward_op, gradient_op
 
 LSTM_CELL = CellSpec(
-    name="LSTM",
-    gradient_name="LSTMGradients",
-    gates=4,
+    options_type=_core.LSTMOptions,
     descriptor_type=LSTMDescriptor,
     gradient_required=("cellOutputFwd",),
     returned=("source", "recurrentWeight", "inputWeight", "bias", "peephole", "initState",
               "initCell"),
+    training_outputs=("h", "c", "zState"),
 )
 
 
 def _outputs(descriptor) -> list:
     # SPEC.md section 5 (pinned): training always returns [h, c, zState].
     if descriptor.training:
-        return ["h", "c", "zState"]
+        return list(LSTM_CELL.training_outputs)
     return ["h", "c"] if descriptor.produceCell else ["h"]
 
 

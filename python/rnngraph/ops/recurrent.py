@@ -23,14 +23,35 @@ SEQUENCE_LABELS = ("sourceGradient", "outputFwd", "cellOutputFwd")
 
 @dataclass(frozen=True)
 class CellSpec:
-    name: str  # forward op, e.g. "LSTM"
-    gradient_name: str  # e.g. "LSTMGradients"
-    gates: int  # G
+    options_type: type  # the compiled core's options (its op names and gate count)
     descriptor_type: type
     gradient_required: tuple  # saved forward tensors beyond source/recurrentWeight/sourceGradient/zState
-    returned: tuple  # gradients returned, in order, one per given input
+    returned: tuple  # gradients returned, in order, one per given input (SPEC.md section 6)
+    training_outputs: tuple = ("h", "zState")  # a training forward op's outputs (section 5)
     # Descriptor properties that do not change the math of the gradient op.
     forward_only_flags: tuple = ("training", "produceCell")
+
+    @property
+    def name(self) -> str:
+        """The forward op, e.g. "LSTM"."""
+        return str(self.options_type.op)
+
+    @property
+    def gradient_name(self) -> str:
+        """The gradient op, e.g. "LSTMGradients"."""
+        return str(self.options_type.gradient_op)
+
+    @property
+    def gates(self) -> int:
+        """G, the gate blocks of zState, R, W and b."""
+        return int(self.options_type.gates)
+
+    def core_options(self, descriptor):
+        """The descriptor's math-changing properties as the core's typed options."""
+        values = descriptor.as_dict()
+        for flag in self.forward_only_flags:
+            values.pop(flag, None)
+        return self.options_type(**values)
 
 
 def layouts(label: str, spec: CellSpec, bidirectional: bool, has_input_weight: bool):
@@ -169,7 +190,7 @@ def forward_op(graph, spec: CellSpec, arguments: dict, descriptor, name, outputs
     DGH = None if H is None else D * spec.gates * H
     shape_of = {"h": (T, N, DH), "c": (T, N, DH), "zState": (T, N, DGH)}
     wanted = outputs_for(descriptor)
-    options = _core.CellOptions(spec.name, descriptor.as_dict())  # parsed once, used every run
+    options = spec.core_options(descriptor)  # parsed once, used every run
     training = "zState" in wanted
 
     static = fully_known(tensors)
@@ -186,9 +207,9 @@ def forward_op(graph, spec: CellSpec, arguments: dict, descriptor, name, outputs
         run_sizes = sizes if static else infer_sizes(op, spec, arrays, bidirectional)
         dense = normalise(arrays, run_sizes, bidirectional)
         if constant_weights and packed is None:
-            packed = _core.pack_forward_weights(spec.name, options, dense["recurrentWeight"],
+            packed = _core.pack_forward_weights(options, dense["recurrentWeight"],
                                                 dense["inputWeight"])
-        h, c, z = _core.rnn_forward(spec.name, options, training=training, packed=packed, **dense)
+        h, c, z = _core.rnn_forward(options, dense, training=training, packed=packed)
         produced = {"h": h, "c": c, "zState": z}
         return [produced[k] for k in wanted]
 
@@ -223,14 +244,14 @@ def gradient_op(graph, spec: CellSpec, arguments: dict, descriptor, name):
     check_matching_forward(op, spec, descriptor, tensors["zState"])
     bidirectional = descriptor.bidirectional
     sizes = infer_sizes(op, spec, tensors, bidirectional)
-    options = _core.CellOptions(spec.name, descriptor.as_dict())
+    options = spec.core_options(descriptor)
     returned = [label for label in spec.returned if tensors.get(label) is not None]
     static = fully_known(tensors)
 
     def compute(arrays):
         run_sizes = sizes if static else infer_sizes(op, spec, arrays, bidirectional)
         dense = normalise(arrays, run_sizes, bidirectional)
-        grads = _core.rnn_gradients(spec.name, options, **dense)
+        grads = _core.rnn_gradients(options, dense)
         return [grads[label].reshape(arrays[label].shape) for label in returned]
 
     dtype = tensors["source"].dataType

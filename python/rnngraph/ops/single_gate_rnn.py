@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
+from rnngraph._native import core as _core
 from rnngraph.descriptors import SingleGateRNNDescriptor
 from rnngraph.ops.recurrent import CellSpec, forward_op, gradient_op
 
-SINGLE_GATE = CellSpec(
-    name="singleGateRNN",
-    gradient_name="singleGateRNNGradients",
-    gates=1,
+SINGLE_GATE_RNN = CellSpec(
+    options_type=_core.SingleGateRNNOptions,
     descriptor_type=SingleGateRNNDescriptor,
     gradient_required=(),
     returned=("source", "recurrentWeight", "inputWeight", "bias", "initState"),
@@ -16,7 +15,7 @@ SINGLE_GATE = CellSpec(
 
 
 def _outputs(descriptor) -> list:
-    return ["h", "zState"] if descriptor.training else ["h"]
+    return list(SINGLE_GATE_RNN.training_outputs) if descriptor.training else ["h"]
 
 
 class SingleGateRNNOps:
@@ -39,7 +38,7 @@ class SingleGateRNNOps:
             ``[h]`` with h ``[T, N, H]`` (``[T, N, 2H]``); with ``training`` ``[h, zState]``,
             zState = pre-activation z ``[T, N, H]`` (``[T, N, 2H]``).
         """
-        return forward_op(self, SINGLE_GATE, dict(
+        return forward_op(self, SINGLE_GATE_RNN, dict(
             source=source, recurrentWeight=recurrentWeight, inputWeight=inputWeight, bias=bias,
             initState=initState, mask=mask), descriptor, name, _outputs)
 
@@ -59,7 +58,7 @@ class SingleGateRNNOps:
             Gradients for ``source, recurrentWeight, inputWeight, bias, initState`` in that
             order, one per input given, each shaped like its input.
         """
-        return gradient_op(self, SINGLE_GATE, dict(
+        return gradient_op(self, SINGLE_GATE_RNN, dict(
             source=source, recurrentWeight=recurrentWeight, sourceGradient=sourceGradient,
             zState=zState, stateGradient=stateGradient, inputWeight=inputWeight, bias=bias,
             initState=initState, mask=mask), descriptor, name)

@@ -1,68 +1,14 @@
-// What the recurrence driver hands a cell: one direction (or a chunk of its batch rows), one
-// forward or backward step, and the sequences a backward step reads.
+// What the recurrence driver hands a cell besides its Direction: one forward or backward
+// step, the sequences a backward step reads, and the products a cell asks the driver for.
 #pragma once
 
 #include <vector>
 
-#include "rnngraph/arrays.hpp"
-#include "rnngraph/gemm.hpp"
-#include "rnngraph/packed_gemm.hpp"
-#include "rnngraph/workspace.hpp"
+#include "arrays.hpp"
+#include "workspace.hpp"
+#include "direction.hpp"
 
 namespace rnngraph {
-
-// One direction of one call, or a chunk of its batch rows: where its weights and its slices
-// of the shared tensors are.
-template <class S>
-struct Direction {
-  int d = 0;              // 0: forward block, 1: reverse block of a bidirectional op
-  bool reversed = false;  // processes t = T-1 ... 0 (SPEC.md section 4)
-  Index T = 0, N = 0, H = 0, G = 0;  // N: the batch rows this direction (chunk) handles
-  Index state_ld = 0;      // D·H: row stride of the shared [T, N, D·H] tensors and of initState
-  Index batch_stride = 0;  // rows per timestep in the shared tensors (the op's whole N)
-  const S* recurrentWeight = nullptr;   // [G·H, H]
-  const PackedPanels<S>* weight_t_panels = nullptr;  // Rᵀ [H, G·H] packed for this call's forward steps
-  const PackedPanels<S>* weight_panels = nullptr;    // R [G·H, H] packed for its backward steps (always)
-  const S* peephole = nullptr;          // [4H] (LSTM)
-  const S* secondaryBias = nullptr;     // [H] (GRU)
-  const S* mask = nullptr;              // [T, N, D·H] at this direction's block, or nullptr
-
-  Index time(Index k) const { return reversed ? T - 1 - k : k; }  // k-th processed step
-  Index previous(Index t) const { return reversed ? t + 1 : t - 1; }
-  bool is_first(Index t) const { return t == time(0); }
-  Index GH() const { return G * H; }
-  // C = A·R_gᵀ for the gate rows [g0, g0 + gates) of R, A [rows, H] (lda), C [rows, gates·H]:
-  // through the packed Rᵀ when there is one, else as dot products against R itself (a batch
-  // of a few rows streams R's rows faster than a copy could be made).
-  void times_weight_t(Index rows, Index g0, Index gates, const S* A, Index lda, S* C, Index ldc) const {
-    if (weight_t_panels) {
-      const Index per_gate = weight_t_panels->per_group;
-      packed_gemm(rows, 0, H, A, lda, *weight_t_panels, g0 * per_gate, (g0 + gates) * per_gate,
-                  S(0), C, ldc);
-    } else {
-      gemm(Trans::no, Trans::yes, rows, gates * H, H, S(1), A, lda, recurrentWeight + g0 * H * H, H,
-           S(0), C, ldc);
-    }
-  }
-  // C = beta·C + A·R_g for the gate rows [g0, g0 + gates) of R, A [rows, gates·H] (lda),
-  // C [rows, H]; only the output columns [col0, col1), whole panels of the packed R (the
-  // backward always packs R: its product has no cheaper unpacked form).
-  void times_weight(Index rows, Index g0, Index gates, const S* A, Index lda, S beta, S* C,
-                    Index ldc, Index col0 = 0, Index col1 = -1) const {
-    if (col1 < 0) col1 = H;
-    const Index w = weight_panels->width;
-    packed_gemm(rows, g0 * H, gates * H, A, lda, *weight_panels, col0 / w, (col1 + w - 1) / w, beta,
-                C + col0, ldc);
-  }
-  const S* mask_at(Index t) const { return mask + t * batch_stride * state_ld; }
-  // The same direction restricted to batch rows [row0, row0 + count).
-  Direction rows(Index row0, Index count) const {
-    Direction out = *this;
-    out.N = count;
-    if (mask) out.mask = mask + row0 * state_ld;
-    return out;
-  }
-};
 
 // One forward step: every block is [N, ·] with its own leading dimension.
 template <class S>
@@ -78,6 +24,15 @@ struct ForwardStep {
   S* c = nullptr;         Index ld_c = 0;   // new cell (LSTM)
   S* gates = nullptr;     Index ld_gates = 0;  // this step's zState row
   S* scratch = nullptr;   // [N, 2H] contiguous
+};
+
+// A product that a cell's step needs in its middle (Cell::has_dependent_product): the driver
+// computes C = A·R_gateᵀ (forward) or C = A·R_gate (backward), [N, H], between the two halves.
+template <class S>
+struct DependentProduct {
+  Index gate = 0;
+  const S* a = nullptr;  Index lda = 0;
+  S* c = nullptr;        Index ldc = 0;
 };
 
 // One backward step. The cell must write dxp, dq (when separate), and, when it has direct

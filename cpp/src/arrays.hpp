@@ -3,12 +3,10 @@
 #pragma once
 
 #include <Eigen/Core>
-#include <algorithm>
-#include <cstdint>
+
+#include "rnngraph/problem.hpp"
 
 namespace rnngraph {
-
-using Index = std::int64_t;
 
 template <class S>
 using ArrayRM = Eigen::Array<S, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -35,7 +33,6 @@ struct Seq {
   Index step = 0;
   Index ld = 0;
   S* at(Index t) const { return base + t * step; }
-  explicit operator bool() const { return base != nullptr; }
 };
 
 template <class S>

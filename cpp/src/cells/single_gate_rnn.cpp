@@ -1,26 +1,26 @@
+// The single-gate RNN's step math (SPEC.md sections 5 and 6); the driver does the rest.
 #include "rnngraph/single_gate_rnn.hpp"
 
-#include "rnngraph/recurrence.hpp"
+#include "driver/recurrence.hpp"
 #include "vector_math.hpp"
 
 namespace rnngraph {
 namespace {
 
 template <class S>
-struct SingleGateCell {
+struct SingleGateCell : CellDefaults<S, 1> {
   static constexpr const char* name = "singleGateRNN";
-  static constexpr bool has_cell_state = false;
-  static constexpr bool separate_recurrent_gradient = false;
-  static constexpr bool rebuilds_states_in_loop = false;
-  static constexpr bool direct_state_gradient = false;
+  // The gradient op gets no outputFwd: each backward step rebuilds h_t = act(zState_t).
+  static constexpr bool rebuilds_states_in_loop = true;
   Activation activation;
 
-  int recurrent_gates() const { return 1; }
+  explicit SingleGateCell(Activation act) : activation(act) {}
 
+  // z = x_t·Wᵀ + b + hm·Rᵀ (zState), h = act(z).
   void forward_step(const Direction<S>& dir, const ForwardStep<S>& st) const {
     const Index N = dir.N, H = dir.H;
     auto z = block(st.gates, N, H, st.ld_gates);
-    z = cblock(st.xp, N, H, st.ld_xp);  // x' = x_t·Wᵀ + b, then + hm·Rᵀ
+    z = cblock(st.xp, N, H, st.ld_xp);
     if (st.bias) z.rowwise() += Eigen::Map<const Eigen::Array<S, 1, Eigen::Dynamic>>(st.bias, H);
     z += cblock(st.q, N, H, H);
     auto h = block(st.h, N, H, st.ld_h);
@@ -28,30 +28,22 @@ struct SingleGateCell {
     activate(activation, h);
   }
 
-  // The gradient op gets no outputFwd: h[t] = act(zState[t]) is recomputed once.
-  Seq<const S> state_sequence(const Direction<S>& dir, CellBackwardState<S>& st) const {
-    const Index T = dir.T, N = dir.N, H = dir.H;
-    const auto& gates = st.views.gates;
-    st.buffer_a.resize(static_cast<size_t>(T * N * H));
-    detail::for_each_step(T, N * H, [&](Index t) {
-      auto h = block(st.buffer_a.data() + t * N * H, N, H, H);
-      h = cblock(gates.at(t), N, H, gates.ld);
-      activate(activation, h);
-    });
-    return Seq<const S>{st.buffer_a.data(), N * H, H};
-  }
-
-  void prepare_backward(const Direction<S>&, CellBackwardState<S>&) const {}
-
+  // dL/dz = dh ⊙ act'(z), with act' written in terms of h = act(z).
   void backward_step(const Direction<S>& dir, const BackwardStep<S>& st,
                      const BackwardViews<S>& v) const {
     const Index N = dir.N, H = dir.H;
+    auto h = block(st.scratch, N, H, H);
+    h = cblock(v.gates.at(st.t), N, H, v.gates.ld);
+    activate(activation, h);
+    if (st.next_state) {
+      auto next = block(st.next_state, N, H, st.ld_next_state);
+      if (st.next_mask) next = h * cblock(st.next_mask, N, H, dir.state_ld);
+      else next = h;
+    }
     auto dz = block(st.dxp, N, H, st.ld_dxp);
     dz = cblock(st.dh, N, H, H);
-    multiply_by_derivative(activation, cblock(v.states.at(st.t), N, H, v.states.ld), dz);
+    multiply_by_derivative(activation, cblock(st.scratch, N, H, H), dz);
   }
-
-  void finish_backward(const Direction<S>&, const GradientArgs<S>&, CellBackwardState<S>&) const {}
 };
 
 }  // namespace
@@ -59,13 +51,13 @@ struct SingleGateCell {
 template <class S>
 void single_gate_rnn_forward(const SingleGateRNNOptions& o, const RNNShape& shape,
                              const ForwardArgs<S>& args) {
-  recurrent_forward(SingleGateCell<S>{o.activation}, shape, o.reverse, args);
+  recurrent_forward(SingleGateCell<S>(o.activation), shape, o.reverse, args);
 }
 
 template <class S>
 void single_gate_rnn_gradients(const SingleGateRNNOptions& o, const RNNShape& shape,
                                const GradientArgs<S>& args) {
-  recurrent_gradients(SingleGateCell<S>{o.activation}, shape, o.reverse, args);
+  recurrent_gradients(SingleGateCell<S>(o.activation), shape, o.reverse, args);
 }
 
 template void single_gate_rnn_forward<float>(const SingleGateRNNOptions&, const RNNShape&,

@@ -10,8 +10,8 @@
 
 #include <algorithm>
 
-#include "rnngraph/arrays.hpp"
-#include "rnngraph/workspace.hpp"
+#include "rnngraph/problem.hpp"
+#include "workspace.hpp"
 
 namespace rnngraph {
 

@@ -6,36 +6,13 @@
 
 #include <cstddef>
 #include <memory>
-#include <new>
 #include <utility>
 #include <vector>
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
+#include "rnngraph/memory.hpp"
+#include "tuning.hpp"
 
 namespace rnngraph {
-
-// Memory for buffers and outputs: 64-byte (cache line, AVX-512 vector) aligned, and blocks of
-// 2 MiB or more aligned to 2 MiB and marked for transparent huge pages (Linux's default THP
-// mode, "madvise", gives them only to marked memory). The kernels stream over tens of
-// megabytes of weights and sequences; with 2 MiB pages they touch 512 times fewer pages and
-// miss the TLB far less.
-constexpr size_t kHugePage = size_t(1) << 21;
-
-inline std::align_val_t alignment_for(size_t bytes) {
-  return std::align_val_t{bytes >= kHugePage ? kHugePage : 64};
-}
-
-inline void* allocate_block(size_t bytes) {
-  void* p = ::operator new(bytes, alignment_for(bytes));
-#if defined(MADV_HUGEPAGE)
-  if (bytes >= kHugePage) madvise(p, bytes, MADV_HUGEPAGE);  // advice only: failure is harmless
-#endif
-  return p;
-}
-
-inline void free_block(void* p, size_t bytes) { ::operator delete(p, alignment_for(bytes)); }
 
 template <class S>
 struct AlignedAllocator {
@@ -97,8 +74,6 @@ class Buffer {
 
  private:
   using Block = std::unique_ptr<std::vector<S, AlignedAllocator<S>>>;
-  static constexpr size_t kKeptBlocks = 16;
-
   static std::vector<Block>& free_blocks() {
     thread_local std::vector<Block> pool;
     return pool;
@@ -106,7 +81,7 @@ class Buffer {
   void release() {
     if (!block_) return;
     auto& pool = free_blocks();
-    if (pool.size() < kKeptBlocks) pool.push_back(std::move(block_));
+    if (pool.size() < tuning::kKeptWorkspaceBlocks) pool.push_back(std::move(block_));
     block_.reset();
     size_ = 0;
   }

@@ -1,7 +1,8 @@
 // Row-major GEMM through the linked BLAS: C = alpha * op(A) * op(B) + beta * C.
 #pragma once
 
-#include "rnngraph/arrays.hpp"
+#include "rnngraph/forced_paths.hpp"
+#include "rnngraph/problem.hpp"
 
 namespace rnngraph {
 
@@ -12,5 +13,11 @@ enum class Trans { no, yes };
 template <class S>
 void gemm(Trans ta, Trans tb, Index m, Index n, Index k, S alpha, const S* a, Index lda,
           const S* b, Index ldb, S beta, S* c, Index ldc);
+
+// The same product on this thread through one named kernel: ProductPath::dot (A·Bᵀ only, with
+// alpha = 1), blas or small; automatic lets gemm's thresholds choose (tuning.hpp).
+template <class S>
+void gemm_with(ProductPath kernel, Trans ta, Trans tb, Index m, Index n, Index k, S alpha,
+               const S* a, Index lda, const S* b, Index ldb, S beta, S* c, Index ldc);
 
 }  // namespace rnngraph

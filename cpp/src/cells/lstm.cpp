@@ -1,21 +1,19 @@
+// The LSTM's step math (SPEC.md sections 5 and 6); the driver does the rest.
 #include "rnngraph/lstm.hpp"
 
-#include "rnngraph/recurrence.hpp"
+#include "driver/recurrence.hpp"
 #include "vector_math.hpp"
 
 namespace rnngraph {
 namespace {
 
 template <class S>
-struct LSTMCell {
+struct LSTMCell : CellDefaults<S, 4> {
   static constexpr const char* name = "LSTM";
   static constexpr bool has_cell_state = true;
-  static constexpr bool separate_recurrent_gradient = false;
   // No outputFwd for the LSTM: its backward steps rebuild h_t = a_o ⊙ act(c_t) from zState and
-  // cellOutputFwd (act(c_t) is needed there anyway, for the derivative) and write it as the
-  // next step's previous state.
+  // cellOutputFwd (act(c_t) is needed there anyway, for the derivative).
   static constexpr bool rebuilds_states_in_loop = true;
-  static constexpr bool direct_state_gradient = false;
   LSTMOptions o;
   // Column block of each gate along 4H (SPEC.md section 3): [i, f, z, o] or [i, z, f, o].
   Index gi = 0, gf = 1, gz = 2, go = 3;
@@ -23,8 +21,6 @@ struct LSTMCell {
   explicit LSTMCell(const LSTMOptions& options) : o(options) {
     if (o.forgetGateLast) { gf = 2; gz = 1; }
   }
-  int recurrent_gates() const { return 4; }
-
   // One pass over each row, a vector of columns at a time with all four gates in registers.
   void forward_step(const Direction<S>& dir, const ForwardStep<S>& st) const {
     using V = typename simd::Vec<S>::type;

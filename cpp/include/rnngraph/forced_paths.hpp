@@ -1,0 +1,56 @@
+// Forcing the kernels' paths, for tests: each path the thresholds of cpp/src/tuning.hpp
+// choose between can be selected regardless of the problem's shape, so a test names the
+// path it checks instead of choosing shapes on either side of a threshold. Process-wide;
+// `automatic` everywhere (the default) leaves the choice to the thresholds.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "rnngraph/problem.hpp"
+
+namespace rnngraph {
+
+// The forward step's recurrent product hm·Rᵀ.
+enum class ProductPath : int {
+  automatic = 0,
+  packed,  // Rᵀ packed into panels, the panel kernel (packed_gemm)
+  dot,     // dot products along R's own rows (few rows, unpacked)
+  blas,    // the BLAS (single-threaded inside the step)
+  small,   // the small in-order kernel (tiny products)
+};
+
+// The register tile of the panel kernel (every packed product: forward and backward steps).
+enum class TilePath : int {
+  automatic = 0,
+  few,   // 2 rows x 3 panels
+  some,  // 6 rows x 2 panels, no prefetch (AVX-512; 2 rows x 2 panels elsewhere)
+  many,  // 12-16 rows x 1 panel, prefetching the next panel
+};
+
+// How a call spends its threads on the time loops.
+enum class SplitPath : int {
+  automatic = 0,
+  serial,  // every direction on the calling thread, one after the other
+  rows,    // each direction's batch rows cut into chunks, one time loop per thread
+  team,    // the threads share each step of one direction (columns, then rows), barriers
+};
+
+struct ForcedPaths {
+  ProductPath product = ProductPath::automatic;
+  TilePath tile = TilePath::automatic;
+  SplitPath split = SplitPath::automatic;
+};
+
+void force_paths(const ForcedPaths& paths);
+ForcedPaths forced_paths();
+
+// The thresholds that decide whether a piece of work gets a second thread (cpp/src/
+// tuning.hpp), by site name, and a way to move one, for measurements only
+// (benchmarks/thresholds.py). A negative value restores the default; an unknown site throws
+// std::invalid_argument.
+std::vector<std::pair<std::string, Index>> parallel_thresholds();
+void set_parallel_threshold(const std::string& site, Index value);
+
+}  // namespace rnngraph

@@ -1,0 +1,199 @@
+// The GRU's step math (SPEC.md sections 5 and 6); the driver does the rest.
+#include "rnngraph/gru.hpp"
+
+#include "driver/recurrence.hpp"
+#include "vector_math.hpp"
+
+namespace rnngraph {
+namespace {
+
+template <class S>
+struct GRUCell : CellDefaults<S, 3> {
+  static constexpr const char* name = "GRU";
+  // With the reset gate applied to the recurrent product, dL/dQ_o = dL/dx'_o ⊙ r.
+  static constexpr bool separate_recurrent_gradient = true;
+  // z ⊙ dh reaches h[t-1] directly, and reset-before's (hm ⊙ r) term through r.
+  static constexpr bool direct_state_gradient = true;
+  // Reset-before: o = act_o(x'_o + (hm ⊙ r)·R_oᵀ) needs r of this step first.
+  static constexpr bool has_dependent_product = true;
+  GRUOptions o;
+  // Column block of each gate along 3H (SPEC.md section 3): [z, r, o] or [r, z, o].
+  // The candidate o is last in both orders, so the first 2H rows of R are always z and r.
+  Index gz = 0, gr = 1, go = 2;
+
+  explicit GRUCell(const GRUOptions& options) : o(options) {
+    if (o.resetGateFirst) { gz = 1; gr = 0; }
+  }
+  // resetAfter: one product over all three gates; otherwise the candidate's is the dependent one.
+  int recurrent_gates() const { return o.resetAfter ? 3 : 2; }
+  bool uses_dependent_product() const { return !o.resetAfter; }
+
+  static auto row(const S* p, Index H) { return Eigen::Map<const Eigen::Array<S, 1, Eigen::Dynamic>>(p, H); }
+  static const S* candidate_weight(const Direction<S>& dir) { return dir.recurrentWeight + 2 * dir.H * dir.H; }
+  static Block<S> gate(const Direction<S>& dir, const ForwardStep<S>& st, Index g) {
+    return block(st.gates + g * dir.H, dir.N, dir.H, st.ld_gates);
+  }
+
+  // ---- forward: z and r, the candidate's recurrent term, then o and h ----
+  // x' = x_t·Wᵀ + b for all three gates, plus the recurrent products of z and r, activated.
+  void update_and_reset(const Direction<S>& dir, const ForwardStep<S>& st) const {
+    const Index N = dir.N, H = dir.H;
+    auto x_prime = block(st.gates, N, 3 * H, st.ld_gates);
+    x_prime = cblock(st.xp, N, 3 * H, st.ld_xp);
+    if (st.bias) x_prime.rowwise() += row(st.bias, 3 * H);
+    block(st.gates, N, 2 * H, st.ld_gates) += cblock(st.q, N, 2 * H, 3 * H);
+    activate(o.updateGateActivation, gate(dir, st, gz));
+    activate(o.resetGateActivation, gate(dir, st, gr));
+  }
+  // o = act_o(o's pre-activation), and h: flipZ=False: h = z ⊙ hp + (1 − z) ⊙ o; flipZ=True
+  // swaps the roles (SPEC.md, pinned).
+  void candidate_and_state(const Direction<S>& dir, const ForwardStep<S>& st) const {
+    const Index N = dir.N, H = dir.H;
+    activate(o.outputGateActivation, gate(dir, st, go));
+    const auto hp = cblock(st.hp, N, H, st.ld_hp);
+    auto h = block(st.h, N, H, st.ld_h);
+    const auto z = gate(dir, st, gz), og = gate(dir, st, go);
+    if (o.flipZ) h = (S(1) - z) * hp + z * og;
+    else h = z * hp + (S(1) - z) * og;
+  }
+  // resetAfter: o = act_o(x'_o + r ⊙ (hm·R_oᵀ + b2)), hm·R_oᵀ from the step's one product.
+  void forward_step(const Direction<S>& dir, const ForwardStep<S>& st) const {
+    const Index N = dir.N, H = dir.H;
+    update_and_reset(dir, st);
+    auto qo = block(st.q + 2 * H, N, H, 3 * H);
+    if (dir.secondaryBias) qo.rowwise() += row(dir.secondaryBias, H);
+    gate(dir, st, go) += gate(dir, st, gr) * qo;
+    candidate_and_state(dir, st);
+  }
+  // Reset-before: o = act_o(x'_o + (hm ⊙ r)·R_oᵀ), the driver's product of hm ⊙ r (scratch).
+  DependentProduct<S> forward_before_product(const Direction<S>& dir, const ForwardStep<S>& st) const {
+    const Index N = dir.N, H = dir.H;
+    update_and_reset(dir, st);
+    block(st.scratch, N, H, H) = cblock(st.hm, N, H, st.ld_hm) * gate(dir, st, gr);
+    return {go, st.scratch, H, st.scratch + N * H, H};
+  }
+  void forward_after_product(const Direction<S>& dir, const ForwardStep<S>& st) const {
+    gate(dir, st, go) += cblock(st.scratch + dir.N * dir.H, dir.N, dir.H, dir.H);
+    candidate_and_state(dir, st);
+  }
+
+  void prepare_backward(const Direction<S>& dir, CellBackwardState<S>& st) const {
+    if (!o.resetAfter) return;
+    // hm·R_oᵀ + b2 for every step at once (SPEC.md section 5): one GEMM [T·N, H] x [H, H].
+    const Index TN = dir.T * dir.N, H = dir.H;
+    st.buffer_a.resize(static_cast<size_t>(TN * H));
+    gemm(Trans::no, Trans::yes, TN, H, H, S(1), st.views.hm.base, H, candidate_weight(dir), H, S(0),
+         st.buffer_a.data(), H);
+    detail::add_bias_rows(st.buffer_a.data(), TN, H, dir.secondaryBias);
+    st.views.q_o = Seq<const S>{st.buffer_a.data(), dir.N * H, H};
+  }
+
+  // ---- backward: dA_o, dA_z and dh's direct path, then r's share ----
+  struct Views {
+    ConstBlock<S> z, r, og;
+  };
+  Views gates_at(const Direction<S>& dir, const BackwardStep<S>& st, const BackwardViews<S>& v) const {
+    const S* a = v.gates.at(st.t);
+    const Index N = dir.N, H = dir.H, ld = v.gates.ld;
+    return {cblock(a + gz * H, N, H, ld), cblock(a + gr * H, N, H, ld), cblock(a + go * H, N, H, ld)};
+  }
+  Block<S> dA(const Direction<S>& dir, const BackwardStep<S>& st, Index g) const {
+    return block(st.dxp + g * dir.H, dir.N, dir.H, st.ld_dxp);
+  }
+  Block<S> dq(const Direction<S>& dir, const BackwardStep<S>& st, Index g) const {
+    return block(st.dq + g * dir.H, dir.N, dir.H, st.ld_dxp);
+  }
+  // Through h = z ⊙ hp + (1 − z) ⊙ o (or flipZ's form): dA_o, dA_z and dhp.
+  void update_and_candidate(const Direction<S>& dir, const BackwardStep<S>& st,
+                            const BackwardViews<S>& v) const {
+    const Index N = dir.N, H = dir.H;
+    const Views g = gates_at(dir, st, v);
+    const auto hp = cblock(v.hp.at(st.t), N, H, v.hp.ld);
+    const auto dh = cblock(st.dh, N, H, H);
+    if (o.flipZ) {
+      dA(dir, st, go) = dh * g.z;
+      dA(dir, st, gz) = dh * (g.og - hp);
+      block(st.dhp, N, H, H) = dh * (S(1) - g.z);
+    } else {
+      dA(dir, st, go) = dh * (S(1) - g.z);
+      dA(dir, st, gz) = dh * (hp - g.og);
+      block(st.dhp, N, H, H) = dh * g.z;
+    }
+    multiply_by_derivative(o.outputGateActivation, g.og, dA(dir, st, go));
+    multiply_by_derivative(o.updateGateActivation, g.z, dA(dir, st, gz));
+  }
+  // r's derivative, and dQ = dA for z and r.
+  void reset(const Direction<S>& dir, const BackwardStep<S>& st, const BackwardViews<S>& v) const {
+    multiply_by_derivative(o.resetGateActivation, gates_at(dir, st, v).r, dA(dir, st, gr));
+    block(st.dq, dir.N, 2 * dir.H, st.ld_dxp) = block(st.dxp, dir.N, 2 * dir.H, st.ld_dxp);
+  }
+  // resetAfter: dQ_o = dA_o ⊙ r, dA_r = dA_o ⊙ (hm·R_oᵀ + b2); no term reaches hm directly.
+  void backward_step(const Direction<S>& dir, const BackwardStep<S>& st,
+                     const BackwardViews<S>& v) const {
+    const Index N = dir.N, H = dir.H;
+    update_and_candidate(dir, st, v);
+    dq(dir, st, go) = dA(dir, st, go) * gates_at(dir, st, v).r;
+    dA(dir, st, gr) = dA(dir, st, go) * cblock(v.q_o.at(st.t), N, H, v.q_o.ld);
+    block(st.dhm, N, H, H).setZero();
+    reset(dir, st, v);
+  }
+  // Reset-before: the driver's product g = dL/d(hm ⊙ r) = dA_o·R_o (scratch), then split
+  // between r and hm.
+  DependentProduct<S> backward_before_product(const Direction<S>& dir, const BackwardStep<S>& st,
+                                              const BackwardViews<S>& v) const {
+    update_and_candidate(dir, st, v);
+    dq(dir, st, go) = dA(dir, st, go);
+    return {go, st.dxp + go * dir.H, st.ld_dxp, st.scratch, dir.H};
+  }
+  void backward_after_product(const Direction<S>& dir, const BackwardStep<S>& st,
+                              const BackwardViews<S>& v) const {
+    const Index N = dir.N, H = dir.H;
+    const auto g = cblock(st.scratch, N, H, H);
+    dA(dir, st, gr) = g * cblock(v.hm.at(st.t), N, H, v.hm.ld);
+    block(st.dhm, N, H, H) = g * gates_at(dir, st, v).r;
+    reset(dir, st, v);
+  }
+
+  void finish_backward(const Direction<S>& dir, const GradientArgs<S>& a,
+                       CellBackwardState<S>& st) const {
+    const Index TN = dir.T * dir.N, H = dir.H, N = dir.N;
+    const S* dq_o = st.dq_all + 2 * H;
+    const auto& v = st.views;
+    if (!o.resetAfter) {
+      // dR_o = Σ_t dA_oᵀ·(hm ⊙ r): one GEMM over all steps.
+      st.buffer_b.resize(static_cast<size_t>(TN * H));
+      detail::for_each_step(dir.T, N * H, [&](Index t) {
+        block(st.buffer_b.data() + t * N * H, N, H, H) =
+            cblock(v.hm.at(t), N, H, v.hm.ld) * cblock(v.gates.at(t) + gr * H, N, H, v.gates.ld);
+      });
+      S* dR_o = a.recurrentWeightGrad + dir.d * 3 * H * H + 2 * H * H;
+      gemm(Trans::yes, Trans::no, H, H, TN, S(1), dq_o, st.ld_dxp, st.buffer_b.data(), H, S(0), dR_o, H);
+    }
+    if (a.secondaryBiasGrad) {
+      S* db2 = a.secondaryBiasGrad + dir.d * H;
+      // b2 only enters with resetAfter; otherwise its gradient is zero (SPEC.md section 6).
+      if (o.resetAfter) detail::column_sums(dq_o, TN, H, st.ld_dxp, db2);
+      else std::fill(db2, db2 + H, S(0));
+    }
+  }
+};
+
+}  // namespace
+
+template <class S>
+void gru_forward(const GRUOptions& o, const RNNShape& shape, const ForwardArgs<S>& args) {
+  recurrent_forward(GRUCell<S>(o), shape, o.reverse, args);
+}
+
+template <class S>
+void gru_gradients(const GRUOptions& o, const RNNShape& shape, const GradientArgs<S>& args) {
+  require(args.outputFwd != nullptr, "GRUGradients: outputFwd is required");
+  recurrent_gradients(GRUCell<S>(o), shape, o.reverse, args);
+}
+
+template void gru_forward<float>(const GRUOptions&, const RNNShape&, const ForwardArgs<float>&);
+template void gru_forward<double>(const GRUOptions&, const RNNShape&, const ForwardArgs<double>&);
+template void gru_gradients<float>(const GRUOptions&, const RNNShape&, const GradientArgs<float>&);
+template void gru_gradients<double>(const GRUOptions&, const RNNShape&, const GradientArgs<double>&);
+
+}  // namespace rnngraph

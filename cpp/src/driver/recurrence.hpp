@@ -1,0 +1,146 @@
+// The recurrence driver's entry points (DESIGN.md section 3): a cell (cell.hpp) supplies
+// its element-wise math; the driver runs the input projection, the packing of R, the time
+// loops of each direction on the threads (work_split.hpp: row_loops.hpp or team_loops.hpp),
+// and the weight gradients' products after the loops.
+#pragma once
+
+#include <vector>
+
+#include "projection.hpp"
+#include "row_loops.hpp"
+#include "team_loops.hpp"
+
+namespace rnngraph {
+
+namespace detail {
+
+// The forward step's product kernel: forced, or packed panels when the weights were packed
+// earlier or a copy pays off (tuning::kPackWeights*), else gemm's choice on the arrays.
+inline ProductPath forward_product(const RNNShape& s, bool packed_earlier) {
+  const ProductPath forced = forced_paths().product;
+  if (forced != ProductPath::automatic) return forced;
+  const bool pack = s.T * s.N >= tuning::kPackWeightsRows &&
+                    (s.N >= tuning::kPackWeightsBatch || s.H <= tuning::kPackWeightsHidden);
+  return packed_earlier || pack ? ProductPath::packed : ProductPath::automatic;
+}
+
+}  // namespace detail
+
+template <class Cell, class S>
+void recurrent_forward(const Cell& cell, const RNNShape& s, bool reverse, const ForwardArgs<S>& a) {
+  validate_shape(s, Cell::name);
+  require(a.source && a.recurrentWeight && a.output, std::string(Cell::name) + ": missing buffer");
+  require(!a.packed || a.packed->matches(s), std::string(Cell::name) + ": packed weights of another shape");
+  require(!Cell::has_cell_state || a.cellOutput, std::string(Cell::name) + ": missing cell buffer");
+  FlushDenormals flush;
+  const Index TN = s.T * s.N, DGH = s.DGH();
+
+  // SPEC.md section 5: x'[t] = x[t]·Wᵀ + b for every step and both directions at once,
+  // one GEMM [T·N, I] x [I, D·G·H] (without W the source already holds x' − b). The bias is
+  // added by each step, on rows it reads anyway. When training, x·Wᵀ is written into zState,
+  // which has its layout: each step then turns its own rows into the gates in place (no
+  // buffer of the projection, and half the memory traffic of the steps).
+  const bool into_gates = s.has_input_weight && a.zState;
+  Buffer<S> projection(static_cast<size_t>(s.has_input_weight && !into_gates ? TN * DGH : 0));
+  S* projection_out = into_gates ? a.zState : projection.data();
+  if (s.has_input_weight) detail::project_inputs(s, a, projection_out);
+  const S* projected = s.has_input_weight ? projection_out : a.source;
+
+  // Rᵀ [H, G·H] packed per direction for the steps' products: earlier (a.packed), or now.
+  const ProductPath product = detail::forward_product(s, a.packed != nullptr);
+  const bool pack = product == ProductPath::packed && !a.packed;
+  std::vector<PackedPanels<S>> weights_t(static_cast<size_t>(pack ? s.D() : 0));
+  std::vector<Direction<S>> dirs;
+  for (int d = 0; d < s.D(); ++d) {
+    dirs.push_back(make_direction(s, reverse, d, a.recurrentWeight, a.peephole, a.secondaryBias,
+                                  a.mask));
+    dirs.back().product = product;  // used where there are no panels
+    if (product == ProductPath::packed && a.packed) {
+      dirs.back().weight_t_panels = &a.packed->recurrent_t[static_cast<size_t>(d)];
+    } else if (pack) {
+      auto& wt = weights_t[static_cast<size_t>(d)];
+      pack_panels(dirs.back().recurrentWeight, 1, s.H, s.H, s.gates, s.H, wt);
+      dirs.back().weight_t_panels = &wt;
+    }
+  }
+  std::vector<detail::ForwardSequences<S>> seqs;
+  for (int d = 0; d < s.D(); ++d) seqs.push_back(detail::forward_sequences<Cell>(s, a, d, projected));
+  const auto split = detail::split_work(s, cell.recurrent_gates(), sizeof(S));
+  if (split.path == SplitPath::team) {
+    for (int d = 0; d < s.D(); ++d) {
+      const auto i = static_cast<size_t>(d);
+      detail::forward_team(cell, s, a, dirs[i], seqs[i], split.team);
+    }
+    return;
+  }
+  run_parts(static_cast<int>(split.parts.size()), split.parallel, [&](int i) {
+    const auto& part = split.parts[static_cast<size_t>(i)];
+    const auto d = static_cast<size_t>(part.d);
+    detail::forward_rows(cell, s, a, dirs[d], part, seqs[d]);
+  });
+}
+
+template <class Cell, class S>
+void recurrent_gradients(const Cell& cell, const RNNShape& s, bool reverse,
+                         const GradientArgs<S>& a) {
+  validate_shape(s, Cell::name);
+  require(a.source && a.recurrentWeight && a.sourceGradient && a.zState && a.sourceGrad &&
+              a.recurrentWeightGrad,
+          std::string(Cell::name) + ": missing buffer");
+  FlushDenormals flush;
+  const Index TN = s.T * s.N, I = s.I, H = s.H, GH = s.GH(), DGH = s.DGH();
+  const Index RGH = cell.recurrent_gates() * H;
+
+  // dL/dx' for every step and both directions, [T·N, D·G·H]. Without W the source is x'
+  // itself and this is its gradient (SPEC.md section 6), so it is written there directly.
+  Buffer<S> dxp_buffer(static_cast<size_t>(s.has_input_weight ? TN * DGH : 0));
+  S* dxp_all = s.has_input_weight ? dxp_buffer.data() : a.sourceGrad;
+  Buffer<S> dq_buffer(static_cast<size_t>(Cell::separate_recurrent_gradient ? TN * DGH : 0));
+  S* dq_all = Cell::separate_recurrent_gradient ? dq_buffer.data() : dxp_all;
+
+  // Per direction, for all rows: the sequences the loop reads.
+  const auto D = static_cast<size_t>(s.D());
+  std::vector<Direction<S>> dirs;
+  std::vector<CellBackwardState<S>> states(D);
+  std::vector<Buffer<S>> hp_all(D), hm_all(D);
+  // R [G·H, H] packed once per call, per direction, for the steps' products dQ·R.
+  std::vector<PackedPanels<S>> weights(D);
+  for (int d = 0; d < s.D(); ++d) {
+    dirs.push_back(make_direction(s, reverse, d, a.recurrentWeight, a.peephole, a.secondaryBias,
+                                  a.mask));
+    pack_panels(dirs.back().recurrentWeight, H, 1, GH, 1, H, weights[static_cast<size_t>(d)]);
+    dirs.back().weight_panels = &weights[static_cast<size_t>(d)];
+    detail::prepare_direction(cell, s, a, dirs.back(), dxp_all, dq_all, states[d], hp_all[d], hm_all[d]);
+  }
+
+  const auto split = detail::split_work(s, cell.recurrent_gates(), sizeof(S));
+  if (split.path == SplitPath::team) {
+    for (size_t d = 0; d < D; ++d) detail::backward_team(cell, s, a, dirs[d], states[d], split.team);
+  } else {
+    run_parts(static_cast<int>(split.parts.size()), split.parallel, [&](int i) {
+      const auto& part = split.parts[static_cast<size_t>(i)];
+      detail::backward_rows(cell, s, a, dirs[static_cast<size_t>(part.d)], part,
+                            states[static_cast<size_t>(part.d)]);
+    });
+  }
+
+  // Weight gradients after the loops, one GEMM each over all T·N rows.
+  for (int d = 0; d < s.D(); ++d) {
+    auto& state = states[static_cast<size_t>(d)];
+    // dR = Σ_t dQ_tᵀ·hm_t.
+    gemm(Trans::yes, Trans::no, RGH, H, TN, S(1), state.dq_all, DGH, state.views.hm.base, H, S(0),
+         a.recurrentWeightGrad + d * GH * H, H);
+    cell.finish_backward(dirs[static_cast<size_t>(d)], a, state);
+  }
+  if (s.has_input_weight) {
+    if (a.inputWeightGrad) {
+      gemm(Trans::yes, Trans::no, DGH, I, TN, S(1), dxp_all, DGH, a.source, I, S(0),
+           a.inputWeightGrad, I);
+    }
+    gemm(Trans::no, Trans::no, TN, I, DGH, S(1), dxp_all, DGH, a.inputWeight, I, S(0),
+         a.sourceGrad, I);
+  }
+  if (a.biasGrad) detail::column_sums(dxp_all, TN, DGH, DGH, a.biasGrad);
+}
+
+}  // namespace rnngraph
