@@ -39,14 +39,25 @@ per-cell facts live in ``spec`` only; tests never repeat them.
 from .case import Case, cases, layout_dims
 from .finite_differences import (
     WORST,
+    assert_gradients_close,
     check_gradients,
     check_random_direction,
     differentiable,
     numerical_gradients,
     random_direction_check,
 )
-from .inputs import Signals, direction_inputs, draw_inputs, fd_safe, make_inputs, signals
+from .inputs import (
+    Signals,
+    draw_inputs,
+    fd_safe,
+    float32_and_float64,
+    make_inputs,
+    one_direction,
+    scale_for,
+    signals,
+)
 from .runner import (
+    blas_threads,
     final,
     final_op,
     forward,
@@ -88,15 +99,17 @@ __all__ = [
     "Tolerance",
     "assert_all_close",
     "assert_close",
+    "assert_gradients_close",
+    "blas_threads",
     "cases",
     "check_gradients",
     "check_random_direction",
     "differentiable",
-    "direction_inputs",
     "draw_inputs",
     "fd_safe",
     "final",
     "final_op",
+    "float32_and_float64",
     "forward",
     "forward_op",
     "gradients",
@@ -106,9 +119,11 @@ __all__ = [
     "loss_op",
     "make_inputs",
     "numerical_gradients",
+    "one_direction",
     "random_direction_check",
     "reference",
     "reference_op",
     "relative_error",
+    "scale_for",
     "signals",
 ]

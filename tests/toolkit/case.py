@@ -49,7 +49,8 @@ _FULL_LAYOUT = {"initState": "[N,DH]", "initCell": "[N,DH]", "peephole": "[D4H]"
 class Case:
     cell: str
     direction: str = "fwd"
-    activations: tuple = ()  # ((slot, activation), ...), non-default slots; a dict is accepted
+    activations: tuple = ()  # ((slot, name), ...) off their defaults; a dict is accepted,
+    #                            keyed by slot or by its id token ("act", "i", "z", ...)
     forgetGateLast: bool = False
     resetGateFirst: bool = False
     resetAfter: bool = False
@@ -73,7 +74,8 @@ class Case:
         cell = self.cell
         if cell not in spec.CELLS:
             raise ValueError(f"unknown cell {cell!r}")
-        given = dict(self.activations)
+        by_token = {token: slot for slot, token in spec.SLOT_TOKENS[cell].items()}
+        given = {by_token.get(slot, slot): name for slot, name in dict(self.activations).items()}
         for slot, name in given.items():
             if slot not in spec.SLOT_DEFAULTS[cell] or name not in spec.ACTIVATIONS:
                 raise ValueError(f"{cell}: bad activation {slot}={name}")
@@ -162,6 +164,16 @@ class Case:
         for slot, name in self.activations:
             properties[slot] = getattr(rg.RNNActivation, name)
         return spec.DESCRIPTORS[self.cell](**(properties | overrides))
+
+    def with_all_inputs(self, **changes) -> Case:
+        """A copy giving every optional input the cell takes ([N,DH] states, a [T,N,DH] 0/1
+        mask, a [D·4H] or bidirectional [2,4H] peephole), then ``changes``."""
+        lstm = self.cell == "LSTM"
+        bidirectional = changes.get("direction", self.direction) in ("bi", "reverse+bi")
+        full = {"inputWeight": True, "bias": True, "initState": "[N,DH]", "mask": "[T,N,DH]",
+                "initCell": "[N,DH]" if lstm else None, "secondaryBias": self.cell == "GRU",
+                "peephole": ("[2,4H]" if bidirectional else "[D4H]") if lstm else None}
+        return self.but(**(full | changes))
 
     def but(self, **changes) -> Case:
         """A copy with some fields changed (activations merge with the current ones)."""

@@ -1,9 +1,10 @@
 """Input arrays for a ``Case``, in SPEC.md section-1 layouts, and its cotangents.
 
 ``make_inputs`` is the one input maker: it draws every input the case gives from the test's
-generator and draws again until finite differences are valid (``fd_safe``). ``signals``
-draws the cotangents the case names; ``direction_inputs`` cuts one direction out of
-bidirectional inputs.
+generator and draws again until finite differences are valid (``fd_safe``).
+``float32_and_float64`` gives the same numbers in both dtypes; ``signals`` draws the
+cotangents the case names; ``one_direction`` cuts one direction out of a bidirectional
+case.
 """
 
 from __future__ import annotations
@@ -36,6 +37,19 @@ def make_inputs(case, rng, *, scale=0.6, weight_scale=None, margin=spec.KINK_MAR
         if fd_safe(case, pre, margin) and (accept is None or accept(pre)):
             return x
     raise AssertionError(f"{case.cell} {case.id}: no FD-safe inputs in {attempts} draws")
+
+
+def scale_for(case, default=0.6) -> float:
+    """``default``, or 2.0 when a slot uses hardSigmoid: its linear part is |x| < 2.5, so
+    N(0, 2²)-sized pre-activations reach both saturated parts and the linear one."""
+    return 2.0 if "hardSigmoid" in case.slot_activations.values() else default
+
+
+def float32_and_float64(case, rng, **options) -> tuple:
+    """``make_inputs`` for the float32 variant of ``case`` and the very same numbers widened
+    to float64 (exactly representable), for float32-against-float64 comparisons."""
+    x32 = make_inputs(case.but(dtype="float32"), rng, **options)
+    return x32, {k: v.astype(np.float64) for k, v in x32.items()}
 
 
 def fd_safe(case, preactivations: dict, margin=spec.KINK_MARGIN) -> bool:
@@ -114,9 +128,12 @@ def signals(case, rng) -> Signals:
     return Signals(*(None if a is None else a.astype(dtype) for a in (dy, dS, dC)))
 
 
-def direction_inputs(case, x: dict, d: int) -> dict:
-    """Direction ``d`` of bidirectional inputs as unidirectional ones (SPEC section 1: the
-    forward block / columns come first)."""
+def one_direction(case, x: dict, d: int) -> tuple:
+    """Direction ``d`` (0 forward, 1 reverse) of a bidirectional case and its inputs, as a
+    unidirectional case and inputs (SPEC section 1: forward blocks / columns come first)."""
+    half = case.but(direction=("fwd", "reverse")[d],
+                    peephole="[D4H]" if case.peephole else None,
+                    mask="[T,N,DH]" if case.mask else None)
     H, GH = case.H, case.G * case.H
     rows, cols = slice(d * GH, (d + 1) * GH), slice(d * H, (d + 1) * H)
     N = case.N
@@ -136,4 +153,4 @@ def direction_inputs(case, x: dict, d: int) -> dict:
     if "mask" in x:
         full = np.broadcast_to(x["mask"], (case.T, N, 2 * H))
         out["mask"] = np.ascontiguousarray(full[..., cols])
-    return out
+    return half, out

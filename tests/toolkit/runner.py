@@ -13,6 +13,8 @@ build their own descriptors.
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 import rnngraph as rg
@@ -54,6 +56,17 @@ def loss(case, signals, through="rnngraph"):
 def final(sequence, case):
     """Each direction's final state, [N, D·H] (SPEC section 4)."""
     return final_op(sequence, case.descriptor())
+
+
+@contextlib.contextmanager
+def blas_threads(count: int):
+    """Run the block with ``count`` rnngraph threads, then restore the previous count."""
+    previous = rg.get_num_threads()
+    rg.set_num_threads(count)
+    try:
+        yield
+    finally:
+        rg.set_num_threads(previous)
 
 
 # --- on (cell, inputs, descriptor) ----------------------------------------------------------
