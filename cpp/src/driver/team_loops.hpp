@@ -81,12 +81,12 @@ void forward_team(const Cell& cell, const RNNShape& s, const ForwardArgs<S>& a,
 template <class Cell, class S>
 void backward_team(const Cell& cell, const RNNShape& s, const GradientArgs<S>& a,
                    const Direction<S>& dir, const CellBackwardState<S>& state, int team) {
-  const Index T = s.T, N = s.N, H = s.H, DH = s.DH();
+  const Index T = s.T, N = s.N, H = s.H, DH = s.DH(), dH = dir.d * H;  // this direction's block
   const Index ld = state.ld_dxp;
   std::vector<S> carry(static_cast<size_t>(N * H)), dhm(static_cast<size_t>(N * H));
   std::vector<S> dhp(static_cast<size_t>(N * H));
   // dL/d(final state) enters at the last processed step (SPEC.md section 6).
-  if (a.stateGradient) block(carry.data(), N, H, H) = cblock(a.stateGradient, N, H, DH);
+  if (a.stateGradient) block(carry.data(), N, H, H) = cblock(a.stateGradient + dH, N, H, DH);
   SpinBarrier barrier(team);
 
   // Each thread's columns of dL/dhm: whole panels of the packed R.
@@ -102,7 +102,7 @@ void backward_team(const Cell& cell, const RNNShape& s, const GradientArgs<S>& a
       const Index t = dir.time(k);
       // Phase 1: this thread's rows of the element-wise step.
       if (rows > 0) {
-        block(dh.data(), rows, H, H) = cblock(a.sourceGradient + (t * N + r0) * DH, rows, H, DH) +
+        block(dh.data(), rows, H, H) = cblock(a.sourceGradient + (t * N + r0) * DH + dH, rows, H, DH) +
                                        cblock(carry.data() + r0 * H, rows, H, H);
         BackwardStep<S> step = state.step(t, r0);
         if constexpr (Cell::rebuilds_states_in_loop) state.set_next_state(step, mine, k, r0);
@@ -121,7 +121,7 @@ void backward_team(const Cell& cell, const RNNShape& s, const GradientArgs<S>& a
       barrier.wait();
     }
   });
-  if (a.initStateGrad) block(a.initStateGrad, N, H, DH) = block(carry.data(), N, H, H);
+  if (a.initStateGrad) block(a.initStateGrad + dH, N, H, DH) = block(carry.data(), N, H, H);
 }
 
 }  // namespace rnngraph::detail

@@ -1,0 +1,96 @@
+"""Every path that the thresholds of cpp/src/tuning.hpp choose between, forced by name
+(toolkit/paths.py), checked against the NumPy reference: the forward outputs directly, the
+gradients against central differences of the reference's loss along a random direction
+(float64), in float32 (against the same numbers in float64) and in float64, at 1 and 2
+threads. A moved threshold moves no test: each names its path."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from toolkit import (
+    Case,
+    Signals,
+    assert_all_close,
+    blas_threads,
+    check_random_direction,
+    float32_and_float64,
+    forward,
+    gradients,
+    make_inputs,
+    reference,
+    signals,
+)
+from toolkit.paths import PRODUCTS, SPLITS, TILES, forced_paths
+
+# N = 7 rows: every tile takes whole blocks and a remainder; H = 40: several panels per gate
+# (float32 and float64), so threads sharing a step get different columns.
+SIZES = {"T": 4, "N": 7, "I": 5, "H": 40}
+CASES = [
+    Case("singleGateRNN", "bi", activations={"activation": "tanh"}, initState="[N,DH]", mask="[T,N,DH]",
+         **SIZES),
+    Case("LSTM", "reverse", initState="[N,DH]", initCell="[N,DH]", peephole="[D4H]",
+         mask="[T,N,DH]", **SIZES),
+    Case("GRU", "fwd", initState="[N,DH]", mask="[T,N,DH]", secondaryBias=True,
+         **SIZES),  # reset-before: the dependent product in every step
+    Case("GRU", "bi", resetAfter=True, resetGateFirst=True, initState="[N,DH]", secondaryBias=True,
+         **SIZES),
+]
+IDS = [f"{c.cell}-{c.id}" for c in CASES]
+
+
+def widened(sig: Signals) -> Signals:
+    return Signals(*(None if a is None else a.astype(np.float64) for a in sig))
+
+
+def check_path(case, rng, threads, **paths):
+    """Forward and gradients on the forced paths, float64 and float32, against the reference."""
+    x = make_inputs(case, rng, scale=0.5)
+    sig = signals(case, rng)
+    with blas_threads(threads), forced_paths(**paths):
+        out = forward(case, x)
+        analytic = gradients(case, x, sig)
+        case32 = case.but(dtype="float32")
+        x32, x32_wide = float32_and_float64(case, rng, scale=0.5)
+        sig32 = signals(case32, rng)
+        out32 = forward(case32, x32)
+        grads32 = gradients(case32, x32, sig32)
+        grads32_wide = gradients(case, x32_wide, widened(sig32))
+    expected = reference(case, x)
+    assert_all_close({k: out[k] for k in expected}, expected, "float64", f"{case.id} {paths}")
+    check_random_direction(case, x, sig, analytic, rng, through="reference")
+    expected32 = reference(case, x32_wide)
+    assert_all_close({k: out32[k] for k in expected32}, expected32, "float32_forward", str(paths))
+    assert_all_close(grads32, grads32_wide, "float32_gradients", str(paths))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("product", PRODUCTS)
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_each_step_product(case, product, threads, rng):
+    check_path(case, rng, threads, product=product)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("tile", TILES)
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_each_panel_tile(case, tile, threads, rng):
+    check_path(case, rng, threads, product="packed", tile=tile)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("product", ["packed", "dot"])  # the team has a branch for each
+@pytest.mark.parametrize("split", SPLITS)
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_each_work_split(case, split, product, threads, rng):
+    check_path(case, rng, threads, product=product, split=split)
+
+
+def test_forced_paths_are_given_back():
+    from rnngraph._native import core
+
+    with pytest.raises(RuntimeError), forced_paths(product="dot", tile="few", split="team"):
+        assert core._forced_paths() == {"product": "dot", "tile": "few", "split": "team"}
+        raise RuntimeError
+    assert core._forced_paths() == {"product": "auto", "tile": "auto", "split": "auto"}

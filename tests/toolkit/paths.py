@@ -1,0 +1,22 @@
+"""Forcing the kernels' paths by name (rnngraph._native.core._force_paths): the step
+product's kernel, the panel kernel's tile and the work split, regardless of shape."""
+
+from __future__ import annotations
+
+import contextlib
+
+from rnngraph._native import core
+
+PRODUCTS = ("packed", "dot", "blas", "small")  # the forward step's product hm·Rᵀ
+TILES = ("few", "some", "many")  # the panel kernel's register tile (every packed product)
+SPLITS = ("serial", "rows", "team")  # how a call spends its threads on the time loops
+
+
+@contextlib.contextmanager
+def forced_paths(product: str = "auto", tile: str = "auto", split: str = "auto"):
+    """Run the block with these paths forced, then give the choice back to the thresholds."""
+    core._force_paths(product=product, tile=tile, split=split)
+    try:
+        yield
+    finally:
+        core._force_paths()
