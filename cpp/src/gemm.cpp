@@ -65,7 +65,8 @@ void small_gemm(Trans ta, Trans tb, Index m, Index n, Index k, S alpha, const S*
     for (; j0 + kWidth <= n; j0 += kWidth) {
       small_gemm_panel<S, kWidth>(at, bt, i, j0, kWidth, k, alpha, a, lda, b, ldb, beta, c_row);
     }
-    if (j0 < n) small_gemm_panel<S, kWidth>(at, bt, i, j0, n - j0, k, alpha, a, lda, b, ldb, beta, c_row);
+    if (j0 < n)
+      small_gemm_panel<S, kWidth>(at, bt, i, j0, n - j0, k, alpha, a, lda, b, ldb, beta, c_row);
   }
 }
 
@@ -114,8 +115,8 @@ void recurrent_nt(Index m, Index n, Index k, const S* a, Index lda, const S* b, 
     for (Index i0 = 0; i0 < m; i0 += MR) {
       with_rows<MR>(std::min<Index>(MR, m - i0), [&](auto mr) {
         with_rows<NR>(std::min<Index>(NR, n - j0), [&](auto nr) {
-          nt_block<S, decltype(mr)::value, decltype(nr)::value>(
-              k, a + i0 * lda, lda, b + j0 * ldb, ldb, beta, c + i0 * ldc + j0, ldc);
+          nt_block<S, decltype(mr)::value, decltype(nr)::value>(k, a + i0 * lda, lda, b + j0 * ldb,
+                                                                ldb, beta, c + i0 * ldc + j0, ldc);
         });
       });
     }
@@ -125,7 +126,8 @@ void recurrent_nt(Index m, Index n, Index k, const S* a, Index lda, const S* b, 
 // Whether a product goes to the dot-product kernel above: A plain with few rows (it re-reads
 // A for every four rows of B), B transposed (R's own rows), enough work to matter.
 bool recurrent_shape(Trans ta, Trans tb, Index m, Index n, Index k) {
-  return ta == Trans::no && tb == Trans::yes && m <= tuning::kDotRows && n * k >= tuning::kDotMinSize;
+  return ta == Trans::no && tb == Trans::yes && m <= tuning::kDotRows &&
+         n * k >= tuning::kDotMinSize;
 }
 
 template <class S>
@@ -164,20 +166,22 @@ template <class S>
 void serial_gemm(Trans ta, Trans tb, Index m, Index n, Index k, S alpha, const S* a, Index lda,
                  const S* b, Index ldb, S beta, S* c, Index ldc) {
   if (try_recurrent(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)) return;
-  if (m * n * k <= tuning::kSmallGemm) return small_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  if (m * n * k <= tuning::kSmallGemm)
+    return small_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   blas_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 }  // namespace
 
 template <class S>
-void gemm(Trans ta, Trans tb, Index m, Index n, Index k, S alpha, const S* a, Index lda,
-          const S* b, Index ldb, S beta, S* c, Index ldc) {
+void gemm(Trans ta, Trans tb, Index m, Index n, Index k, S alpha, const S* a, Index lda, const S* b,
+          Index ldb, S beta, S* c, Index ldc) {
   if (degenerate(m, n, k, beta, c, ldc)) return;
   // Few rows (a forward step) or more columns than rows: cut the columns; else the rows.
   const bool by_columns = recurrent_shape(ta, tb, m, n, k) || n > m;
   const Index extent = by_columns ? n : m;
-  const int parts = threads_for(m * n * k, tuning::ParallelSite::gemm, extent / tuning::kMinGemmBlock);
+  const int parts =
+      threads_for(m * n * k, tuning::ParallelSite::gemm, extent / tuning::kMinGemmBlock);
   if (parts <= 1) return serial_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   run_parts(parts, true, [&](int i) {
     const Index lo = extent * i / parts, hi = extent * (i + 1) / parts;
@@ -201,9 +205,12 @@ void gemm_with(ProductPath kernel, Trans ta, Trans tb, Index m, Index n, Index k
         return recurrent_nt(m, n, k, a, lda, b, ldb, beta, c, ldc);
       }
       break;
-    case ProductPath::blas: return blas_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-    case ProductPath::small: return small_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-    default: break;
+    case ProductPath::blas:
+      return blas_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    case ProductPath::small:
+      return small_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    default:
+      break;
   }
   gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }

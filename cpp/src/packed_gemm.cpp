@@ -62,7 +62,8 @@ void panel_block(Index kc, const S* a, Index rs, Index ps, const S* const* b, co
   for (Index p = 0; p < kc; ++p) {
     if (ahead) {
       const char* row = reinterpret_cast<const char*>(ahead + p * W);
-      for (int line = 0; line < W * static_cast<int>(sizeof(S)); line += 64) __builtin_prefetch(row + line, 0, 2);
+      for (int line = 0; line < W * static_cast<int>(sizeof(S)); line += 64)
+        __builtin_prefetch(row + line, 0, 2);
     }
     V bv[NP * NV];
     for (int q = 0; q < NP; ++q)
@@ -114,7 +115,8 @@ const S* pack_rows(Index m, Index kc, const S* a, Index lda) {
 // With `packed_rows` A is first packed by pack_rows.
 template <class S, int MR, int NP, int NV>
 Index panel_sweep(Index m, Index k0, Index kc, const S* a, Index lda, bool packed_rows,
-                  const PackedPanels<S>& b, Index first, Index i, Index last, S beta, S* c, Index ldc) {
+                  const PackedPanels<S>& b, Index first, Index i, Index last, S beta, S* c,
+                  Index ldc) {
   if (packed_rows && i + NP <= last) a = pack_rows<S, MR>(m, kc, a, lda);
   const Index c0 = b.first_column(first);
   for (; i + NP <= last; i += NP) {
@@ -129,9 +131,10 @@ Index panel_sweep(Index m, Index k0, Index kc, const S* a, Index lda, bool packe
       with_rows<MR>(std::min<Index>(MR, m - i0), [&](auto mr) {
         constexpr int R = decltype(mr)::value;
         const S* block = packed_rows ? a + i0 * kc : a + i0 * lda;
-        const S* ahead = NP == 1 && i0 == 0 && i + 1 < last ? b.panel(i + 1) + k0 * b.width : nullptr;
-        panel_block<S, R, NP, NV>(kc, block, packed_rows ? 1 : lda, packed_rows ? R : 1, panels, cols,
-                                  offset, beta, c + i0 * ldc, ldc, ahead);
+        const S* ahead =
+            NP == 1 && i0 == 0 && i + 1 < last ? b.panel(i + 1) + k0 * b.width : nullptr;
+        panel_block<S, R, NP, NV>(kc, block, packed_rows ? 1 : lda, packed_rows ? R : 1, panels,
+                                  cols, offset, beta, c + i0 * ldc, ldc, ahead);
       });
     }
   }
@@ -201,22 +204,27 @@ void packed_gemm(Index m, Index k0, Index kc, const S* a, Index lda, const Packe
     if (tile == TilePath::few) {
       // One or two rows: three panels at once give enough independent accumulators to hide
       // the FMA latency of this bandwidth-bound product.
-      i = panel_sweep<S, kFewRows, 3, NV>(m, k0, kc, a, lda, false, b, first, i, last, beta, c, ldc);
+      i = panel_sweep<S, kFewRows, 3, NV>(m, k0, kc, a, lda, false, b, first, i, last, beta, c,
+                                          ldc);
     } else if (tile == TilePath::some) {
-      i = panel_sweep<S, kSomeRows, 2, NV>(m, k0, kc, a, lda, true, b, first, i, last, beta, c, ldc);
+      i = panel_sweep<S, kSomeRows, 2, NV>(m, k0, kc, a, lda, true, b, first, i, last, beta, c,
+                                           ldc);
     }
     // The many-row tile, and the panels left over by a wider tile.
-    panel_sweep<S, kTileRows<NV>, 1, NV>(m, k0, kc, a, lda, m > kFewRows, b, first, i, last, beta, c,
-                                         ldc);
+    panel_sweep<S, kTileRows<NV>, 1, NV>(m, k0, kc, a, lda, m > kFewRows, b, first, i, last, beta,
+                                         c, ldc);
   };
   simd::with_rows<kPanelVectors>(b.width / Vec<S>::lanes, sweep);
 }
 
-template void pack_panels<float>(const float*, Index, Index, Index, Index, Index, PackedPanels<float>&);
-template void pack_panels<double>(const double*, Index, Index, Index, Index, Index, PackedPanels<double>&);
-template void packed_gemm<float>(Index, Index, Index, const float*, Index, const PackedPanels<float>&,
-                                 Index, Index, float, float*, Index);
-template void packed_gemm<double>(Index, Index, Index, const double*, Index, const PackedPanels<double>&,
-                                  Index, Index, double, double*, Index);
+template void pack_panels<float>(const float*, Index, Index, Index, Index, Index,
+                                 PackedPanels<float>&);
+template void pack_panels<double>(const double*, Index, Index, Index, Index, Index,
+                                  PackedPanels<double>&);
+template void packed_gemm<float>(Index, Index, Index, const float*, Index,
+                                 const PackedPanels<float>&, Index, Index, float, float*, Index);
+template void packed_gemm<double>(Index, Index, Index, const double*, Index,
+                                  const PackedPanels<double>&, Index, Index, double, double*,
+                                  Index);
 
 }  // namespace rnngraph

@@ -27,7 +27,9 @@ struct PackedPanels {
   Index panels() const { return groups * per_group; }
   const S* panel(Index i) const { return data.data() + i * k * width; }
   // The first column of B that panel i holds, and how many of its columns are real.
-  Index first_column(Index i) const { return (i / per_group) * group_cols + (i % per_group) * width; }
+  Index first_column(Index i) const {
+    return (i / per_group) * group_cols + (i % per_group) * width;
+  }
   Index columns(Index i) const { return std::min(width, group_cols - (i % per_group) * width); }
 };
 

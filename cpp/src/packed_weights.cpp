@@ -26,10 +26,14 @@ bool packed_weights_match(const PackedForwardWeights<S>& packed, const RNNShape&
   return packed.matches(shape);
 }
 
-template std::shared_ptr<const PackedForwardWeights<float>> pack_forward_weights(
-    Index, Index, Index, Index, const float*, const float*);
-template std::shared_ptr<const PackedForwardWeights<double>> pack_forward_weights(
-    Index, Index, Index, Index, const double*, const double*);
+template std::shared_ptr<const PackedForwardWeights<float>> pack_forward_weights(Index, Index,
+                                                                                 Index, Index,
+                                                                                 const float*,
+                                                                                 const float*);
+template std::shared_ptr<const PackedForwardWeights<double>> pack_forward_weights(Index, Index,
+                                                                                  Index, Index,
+                                                                                  const double*,
+                                                                                  const double*);
 template bool packed_weights_match(const PackedForwardWeights<float>&, const RNNShape&);
 template bool packed_weights_match(const PackedForwardWeights<double>&, const RNNShape&);
 

@@ -50,7 +50,8 @@ BlasInfo blas_info() {
 }
 
 void set_num_threads(int n) {
-  if (n < 1) throw std::invalid_argument("set_num_threads: n must be >= 1, got " + std::to_string(n));
+  if (n < 1)
+    throw std::invalid_argument("set_num_threads: n must be >= 1, got " + std::to_string(n));
   std::lock_guard<std::mutex> lock(thread_mutex);
   requested_locked();
   requested_threads = n;
@@ -145,7 +146,9 @@ class WorkerPool {
 
   void work(int index, unsigned seen) {
     for (;;) {
-      for (long spins = 0; generation_.load(std::memory_order_acquire) == seen && spins < tuning::kWorkerSpins; ++spins) {
+      for (long spins = 0;
+           generation_.load(std::memory_order_acquire) == seen && spins < tuning::kWorkerSpins;
+           ++spins) {
         pause();
       }
       std::unique_lock<std::mutex> lock(mutex_);

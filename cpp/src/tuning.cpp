@@ -32,7 +32,8 @@ namespace rnngraph {
 std::vector<std::pair<std::string, Index>> parallel_thresholds() {
   std::vector<std::pair<std::string, Index>> out;
   for (int i = 0; i < tuning::kSites; ++i) {
-    out.emplace_back(tuning::kSiteNames[i], tuning::parallel_threshold(static_cast<tuning::ParallelSite>(i)));
+    out.emplace_back(tuning::kSiteNames[i],
+                     tuning::parallel_threshold(static_cast<tuning::ParallelSite>(i)));
   }
   return out;
 }

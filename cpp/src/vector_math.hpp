@@ -51,7 +51,9 @@ template <class S>
 struct RowVector {
   using V = typename Vec<S>::type;
   Index j, n;
-  V load(const S* row) const { return n == Vec<S>::lanes ? simd::load<V>(row + j) : load_n<V>(row + j, n); }
+  V load(const S* row) const {
+    return n == Vec<S>::lanes ? simd::load<V>(row + j) : load_n<V>(row + j, n);
+  }
   void store(S* row, const V& v) const {
     if (n == Vec<S>::lanes) std::memcpy(row + j, &v, sizeof(V));
     else store_n(row + j, v, n);
@@ -148,8 +150,9 @@ RNNGRAPH_ALWAYS_INLINE typename Vec<S>::type activate(Activation act, typename V
 // value, so the saved zState is enough). relu and hardSigmoid select g or 0, as a NaN g
 // times a zero derivative would not.
 template <class S>
-RNNGRAPH_ALWAYS_INLINE typename Vec<S>::type times_derivative(Activation act, typename Vec<S>::type y,
-                                              typename Vec<S>::type g) {
+RNNGRAPH_ALWAYS_INLINE typename Vec<S>::type times_derivative(Activation act,
+                                                              typename Vec<S>::type y,
+                                                              typename Vec<S>::type g) {
   using V = typename Vec<S>::type;
   switch (act) {
     case Activation::none:

@@ -23,9 +23,13 @@ struct AlignedAllocator {
   S* allocate(size_t n) { return static_cast<S*>(allocate_block(n * sizeof(S))); }
   void deallocate(S* p, size_t n) { free_block(p, n * sizeof(S)); }
   template <class U>
-  bool operator==(const AlignedAllocator<U>&) const { return true; }
+  bool operator==(const AlignedAllocator<U>&) const {
+    return true;
+  }
   template <class U>
-  bool operator!=(const AlignedAllocator<U>&) const { return false; }
+  bool operator!=(const AlignedAllocator<U>&) const {
+    return false;
+  }
 };
 
 template <class S>

@@ -59,7 +59,8 @@ const S* input(const py::object& obj, const std::string& op, const char* label,
                          std::string(py::str(a.dtype())));
   }
   bool same = a.ndim() == static_cast<py::ssize_t>(expected.size());
-  for (size_t i = 0; same && i < expected.size(); ++i) same = a.shape(static_cast<py::ssize_t>(i)) == expected[i];
+  for (size_t i = 0; same && i < expected.size(); ++i)
+    same = a.shape(static_cast<py::ssize_t>(i)) == expected[i];
   if (!same) {
     throw py::value_error(where() + ": expected shape " + shape_str(expected) + ", got " +
                           shape_str(shape_of(a)));

@@ -21,7 +21,8 @@ Path path_from(const std::string& kind, const std::string& value,
     if (value == name) return path;
     all += (all.empty() ? "" : ", ") + std::string(name);
   }
-  throw py::value_error("_force_paths: " + kind + ": expected one of " + all + ", got '" + value + "'");
+  throw py::value_error("_force_paths: " + kind + ": expected one of " + all + ", got '" + value +
+                        "'");
 }
 
 template <class Path>
@@ -33,12 +34,20 @@ std::string path_name(Path p, std::initializer_list<std::pair<const char*, Path>
 }
 
 const std::initializer_list<std::pair<const char*, ProductPath>> kProducts = {
-    {"auto", ProductPath::automatic}, {"packed", ProductPath::packed}, {"dot", ProductPath::dot},
-    {"blas", ProductPath::blas}, {"small", ProductPath::small}};
+    {"auto", ProductPath::automatic},
+    {"packed", ProductPath::packed},
+    {"dot", ProductPath::dot},
+    {"blas", ProductPath::blas},
+    {"small", ProductPath::small}};
 const std::initializer_list<std::pair<const char*, TilePath>> kTiles = {
-    {"auto", TilePath::automatic}, {"few", TilePath::few}, {"some", TilePath::some}, {"many", TilePath::many}};
+    {"auto", TilePath::automatic},
+    {"few", TilePath::few},
+    {"some", TilePath::some},
+    {"many", TilePath::many}};
 const std::initializer_list<std::pair<const char*, SplitPath>> kSplits = {
-    {"auto", SplitPath::automatic}, {"serial", SplitPath::serial}, {"rows", SplitPath::rows},
+    {"auto", SplitPath::automatic},
+    {"serial", SplitPath::serial},
+    {"rows", SplitPath::rows},
     {"team", SplitPath::team}};
 
 void bind_paths(py::module_& m) {
@@ -51,7 +60,8 @@ void bind_paths(py::module_& m) {
         p.split = path_from("split", split, kSplits);
         force_paths(p);
       },
-      py::kw_only(), py::arg("product") = "auto", py::arg("tile") = "auto", py::arg("split") = "auto",
+      py::kw_only(), py::arg("product") = "auto", py::arg("tile") = "auto",
+      py::arg("split") = "auto",
       "For tests: select the forward step's product kernel (auto, packed, dot, blas, small), the\n"
       "panel kernel's tile (auto, few, some, many) and the work split (auto, serial, rows,\n"
       "team) regardless of shape, process-wide; 'auto' leaves the choice to the thresholds.");

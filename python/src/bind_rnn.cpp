@@ -20,7 +20,8 @@ namespace {
 // label and None both mean the input is absent.
 class Inputs {
  public:
-  Inputs(const py::handle& mapping, const std::string& op, std::initializer_list<const char*> labels)
+  Inputs(const py::handle& mapping, const std::string& op,
+         std::initializer_list<const char*> labels)
       : op_(op) {
     if (!py::isinstance<py::dict>(mapping)) {
       throw py::type_error(op + ": inputs: expected a dict {label: numpy.ndarray or None}, got " +
@@ -28,7 +29,8 @@ class Inputs {
     }
     dict_ = py::reinterpret_borrow<py::dict>(mapping);
     for (const auto& item : dict_) {
-      const std::string key = py::isinstance<py::str>(item.first) ? item.first.cast<std::string>() : "";
+      const std::string key =
+          py::isinstance<py::str>(item.first) ? item.first.cast<std::string>() : "";
       bool known = false;
       std::string all;
       for (const char* label : labels) {
@@ -70,14 +72,16 @@ struct PackedWeights {
 };
 
 // Gates, directions and H from the options and recurrentWeight (rank checked).
-RNNShape weight_sizes(const CellOptions& opts, const std::string& op, const py::object& recurrentWeight) {
+RNNShape weight_sizes(const CellOptions& opts, const std::string& op,
+                      const py::object& recurrentWeight) {
   RNNShape s;
   s.gates = traits_of(opts).gates;
   s.bidirectional = is_bidirectional(opts);
   py::array R = as_array(recurrentWeight, op + ": recurrentWeight");
   if (R.ndim() != (s.bidirectional ? 3 : 2)) {
-    throw py::value_error(op + ": recurrentWeight: expected rank " + std::to_string(s.bidirectional ? 3 : 2) +
-                          ", got shape " + shape_str(shape_of(R)));
+    throw py::value_error(op + ": recurrentWeight: expected rank " +
+                          std::to_string(s.bidirectional ? 3 : 2) + ", got shape " +
+                          shape_str(shape_of(R)));
   }
   s.H = R.shape(R.ndim() - 1);
   if (s.H <= 0) throw py::value_error(op + ": recurrentWeight: hidden size H must be positive");
@@ -93,12 +97,14 @@ RNNShape infer_shape(const CellOptions& opts, const std::string& op, const Input
   s.has_input_weight = !in["inputWeight"].is_none();
   py::array src = as_array(source, op + ": source");
   if (src.ndim() != 3) {
-    throw py::value_error(op + ": source: expected rank 3 [T, N, I], got shape " + shape_str(shape_of(src)));
+    throw py::value_error(op + ": source: expected rank 3 [T, N, I], got shape " +
+                          shape_str(shape_of(src)));
   }
   s.T = src.shape(0);
   s.N = src.shape(1);
   s.I = s.has_input_weight ? src.shape(2) : 0;
-  if (s.has_input_weight && s.I <= 0) throw py::value_error(op + ": source: input size I must be positive");
+  if (s.has_input_weight && s.I <= 0)
+    throw py::value_error(op + ": source: input size I must be positive");
   return s;
 }
 
@@ -107,12 +113,30 @@ Shape weight_shape(const RNNShape& s) {
 }
 
 // The core function for the cell's options type, run without the GIL.
-template <class S> void forward(const SingleGateRNNOptions& o, const RNNShape& s, const ForwardArgs<S>& a) { single_gate_rnn_forward<S>(o, s, a); }
-template <class S> void forward(const LSTMOptions& o, const RNNShape& s, const ForwardArgs<S>& a) { lstm_forward<S>(o, s, a); }
-template <class S> void forward(const GRUOptions& o, const RNNShape& s, const ForwardArgs<S>& a) { gru_forward<S>(o, s, a); }
-template <class S> void gradients(const SingleGateRNNOptions& o, const RNNShape& s, const GradientArgs<S>& a) { single_gate_rnn_gradients<S>(o, s, a); }
-template <class S> void gradients(const LSTMOptions& o, const RNNShape& s, const GradientArgs<S>& a) { lstm_gradients<S>(o, s, a); }
-template <class S> void gradients(const GRUOptions& o, const RNNShape& s, const GradientArgs<S>& a) { gru_gradients<S>(o, s, a); }
+template <class S>
+void forward(const SingleGateRNNOptions& o, const RNNShape& s, const ForwardArgs<S>& a) {
+  single_gate_rnn_forward<S>(o, s, a);
+}
+template <class S>
+void forward(const LSTMOptions& o, const RNNShape& s, const ForwardArgs<S>& a) {
+  lstm_forward<S>(o, s, a);
+}
+template <class S>
+void forward(const GRUOptions& o, const RNNShape& s, const ForwardArgs<S>& a) {
+  gru_forward<S>(o, s, a);
+}
+template <class S>
+void gradients(const SingleGateRNNOptions& o, const RNNShape& s, const GradientArgs<S>& a) {
+  single_gate_rnn_gradients<S>(o, s, a);
+}
+template <class S>
+void gradients(const LSTMOptions& o, const RNNShape& s, const GradientArgs<S>& a) {
+  lstm_gradients<S>(o, s, a);
+}
+template <class S>
+void gradients(const GRUOptions& o, const RNNShape& s, const GradientArgs<S>& a) {
+  gru_gradients<S>(o, s, a);
+}
 
 template <class S>
 py::tuple forward_typed(const CellOptions& opts, const Inputs& in, bool training,
@@ -218,11 +242,13 @@ auto dispatch(const std::string& op, const char* label, const py::object& array,
 }  // namespace
 
 void bind_rnn(py::module_& m) {
-  py::class_<PackedWeights>(m, "PackedWeights",
-                            "A forward op's weights packed for its kernels (from pack_forward_weights).");
+  py::class_<PackedWeights>(
+      m, "PackedWeights",
+      "A forward op's weights packed for its kernels (from pack_forward_weights).");
   m.def(
       "pack_forward_weights",
-      [](const py::object& options, const py::object& recurrentWeight, const py::object& inputWeight) {
+      [](const py::object& options, const py::object& recurrentWeight,
+         const py::object& inputWeight) {
         const CellOptions opts = options_from(options, "pack_forward_weights: options");
         const std::string op = traits_of(opts).op;
         auto result = std::make_unique<PackedWeights>();
@@ -253,7 +279,8 @@ void bind_rnn(py::module_& m) {
 
   m.def(
       "rnn_forward",
-      [](const py::object& options, const py::object& inputs, bool training, const PackedWeights* packed) {
+      [](const py::object& options, const py::object& inputs, bool training,
+         const PackedWeights* packed) {
         const CellOptions opts = options_from(options, "rnn_forward: options");
         const CellTraits& t = traits_of(opts);
         const Inputs in(inputs, t.op, t.forward_labels);
@@ -273,9 +300,8 @@ void bind_rnn(py::module_& m) {
         const CellOptions opts = options_from(options, "rnn_gradients: options");
         const CellTraits& t = traits_of(opts);
         const Inputs in(inputs, t.gradient_op, t.gradient_labels);
-        return dispatch(t.gradient_op, "source", in["source"], [&](auto tag) {
-          return gradients_typed<decltype(tag)>(opts, in);
-        });
+        return dispatch(t.gradient_op, "source", in["source"],
+                        [&](auto tag) { return gradients_typed<decltype(tag)>(opts, in); });
       },
       py::arg("options"), py::arg("inputs"),
       "Gradient op of one RNN on dense arrays in SPEC.md layouts. inputs: {label: array or None}.\n"

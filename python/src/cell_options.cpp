@@ -6,17 +6,24 @@ namespace rnngraph::bind {
 namespace {
 
 const CellTraits kSingleGate{
-    "singleGateRNN", "singleGateRNNGradients", 1,
+    "singleGateRNN",
+    "singleGateRNNGradients",
+    1,
     {"source", "recurrentWeight", "inputWeight", "bias", "initState", "mask"},
-    {"source", "recurrentWeight", "sourceGradient", "zState", "stateGradient", "inputWeight", "bias",
-     "initState", "mask"}};
+    {"source", "recurrentWeight", "sourceGradient", "zState", "stateGradient", "inputWeight",
+     "bias", "initState", "mask"}};
 const CellTraits kLSTM{
-    "LSTM", "LSTMGradients", 4,
-    {"source", "recurrentWeight", "inputWeight", "bias", "initState", "initCell", "mask", "peephole"},
+    "LSTM",
+    "LSTMGradients",
+    4,
+    {"source", "recurrentWeight", "inputWeight", "bias", "initState", "initCell", "mask",
+     "peephole"},
     {"source", "recurrentWeight", "sourceGradient", "zState", "cellOutputFwd", "stateGradient",
      "cellGradient", "inputWeight", "bias", "initState", "initCell", "mask", "peephole"}};
 const CellTraits kGRU{
-    "GRU", "GRUGradients", 3,
+    "GRU",
+    "GRUGradients",
+    3,
     {"source", "recurrentWeight", "inputWeight", "bias", "initState", "mask", "secondaryBias"},
     {"source", "recurrentWeight", "sourceGradient", "zState", "outputFwd", "stateGradient",
      "inputWeight", "bias", "initState", "mask", "secondaryBias"}};
@@ -65,7 +72,8 @@ CellOptions options_from(const py::handle& options, const std::string& where) {
 
 void bind_cell_options(py::module_& m) {
   using py::arg;
-  options_class<SingleGateRNNOptions>(m, "SingleGateRNNOptions", "singleGateRNN's descriptor, parsed.")
+  options_class<SingleGateRNNOptions>(m, "SingleGateRNNOptions",
+                                      "singleGateRNN's descriptor, parsed.")
       .def(py::init([](bool reverse, bool bidirectional, int act) {
              SingleGateRNNOptions o;
              o.reverse = reverse;
@@ -73,12 +81,16 @@ void bind_cell_options(py::module_& m) {
              o.activation = activation(act, "singleGateRNN: activation");
              return o;
            }),
-           py::kw_only(), arg("reverse").noconvert() = false, arg("bidirectional").noconvert() = false,
+           py::kw_only(), arg("reverse").noconvert() = false,
+           arg("bidirectional").noconvert() = false,
            arg("activation").noconvert() = static_cast<int>(Activation::relu))
-      .def_property_readonly("activation", [](const SingleGateRNNOptions& o) { return static_cast<int>(o.activation); })
+      .def_property_readonly(
+          "activation",
+          [](const SingleGateRNNOptions& o) { return static_cast<int>(o.activation); })
       .def("__repr__", [](const SingleGateRNNOptions& o) {
-        return "SingleGateRNNOptions(reverse=" + flag_text(o.reverse) + ", bidirectional=" +
-               flag_text(o.bidirectional) + ", activation=" + std::to_string(static_cast<int>(o.activation)) + ")";
+        return "SingleGateRNNOptions(reverse=" + flag_text(o.reverse) +
+               ", bidirectional=" + flag_text(o.bidirectional) +
+               ", activation=" + std::to_string(static_cast<int>(o.activation)) + ")";
       });
 
   options_class<LSTMOptions>(m, "LSTMOptions", "LSTM's descriptor, parsed.")
@@ -95,8 +107,8 @@ void bind_cell_options(py::module_& m) {
              o.activation = activation(act, "LSTM: activation");
              return o;
            }),
-           py::kw_only(), arg("reverse").noconvert() = false, arg("bidirectional").noconvert() = false,
-           arg("forgetGateLast").noconvert() = false,
+           py::kw_only(), arg("reverse").noconvert() = false,
+           arg("bidirectional").noconvert() = false, arg("forgetGateLast").noconvert() = false,
            arg("inputGateActivation").noconvert() = static_cast<int>(Activation::sigmoid),
            arg("forgetGateActivation").noconvert() = static_cast<int>(Activation::sigmoid),
            arg("cellGateActivation").noconvert() = static_cast<int>(Activation::tanh),
@@ -105,15 +117,17 @@ void bind_cell_options(py::module_& m) {
       .def_readonly("forgetGateLast", &LSTMOptions::forgetGateLast)
       .def("__repr__", [](const LSTMOptions& o) {
         auto a = [](Activation v) { return std::to_string(static_cast<int>(v)); };
-        return "LSTMOptions(reverse=" + flag_text(o.reverse) + ", bidirectional=" + flag_text(o.bidirectional) +
-               ", forgetGateLast=" + flag_text(o.forgetGateLast) + ", activations=[" + a(o.inputGateActivation) +
-               ", " + a(o.forgetGateActivation) + ", " + a(o.cellGateActivation) + ", " +
-               a(o.outputGateActivation) + ", " + a(o.activation) + "])";
+        return "LSTMOptions(reverse=" + flag_text(o.reverse) +
+               ", bidirectional=" + flag_text(o.bidirectional) +
+               ", forgetGateLast=" + flag_text(o.forgetGateLast) + ", activations=[" +
+               a(o.inputGateActivation) + ", " + a(o.forgetGateActivation) + ", " +
+               a(o.cellGateActivation) + ", " + a(o.outputGateActivation) + ", " + a(o.activation) +
+               "])";
       });
 
   options_class<GRUOptions>(m, "GRUOptions", "GRU's descriptor, parsed.")
-      .def(py::init([](bool reverse, bool bidirectional, bool resetGateFirst, bool resetAfter, bool flipZ,
-                       int z, int r, int out) {
+      .def(py::init([](bool reverse, bool bidirectional, bool resetGateFirst, bool resetAfter,
+                       bool flipZ, int z, int r, int out) {
              GRUOptions o;
              o.reverse = reverse;
              o.bidirectional = bidirectional;
@@ -125,9 +139,9 @@ void bind_cell_options(py::module_& m) {
              o.outputGateActivation = activation(out, "GRU: outputGateActivation");
              return o;
            }),
-           py::kw_only(), arg("reverse").noconvert() = false, arg("bidirectional").noconvert() = false,
-           arg("resetGateFirst").noconvert() = false, arg("resetAfter").noconvert() = false,
-           arg("flipZ").noconvert() = false,
+           py::kw_only(), arg("reverse").noconvert() = false,
+           arg("bidirectional").noconvert() = false, arg("resetGateFirst").noconvert() = false,
+           arg("resetAfter").noconvert() = false, arg("flipZ").noconvert() = false,
            arg("updateGateActivation").noconvert() = static_cast<int>(Activation::sigmoid),
            arg("resetGateActivation").noconvert() = static_cast<int>(Activation::sigmoid),
            arg("outputGateActivation").noconvert() = static_cast<int>(Activation::tanh))
@@ -136,10 +150,12 @@ void bind_cell_options(py::module_& m) {
       .def_readonly("flipZ", &GRUOptions::flipZ)
       .def("__repr__", [](const GRUOptions& o) {
         auto a = [](Activation v) { return std::to_string(static_cast<int>(v)); };
-        return "GRUOptions(reverse=" + flag_text(o.reverse) + ", bidirectional=" + flag_text(o.bidirectional) +
-               ", resetGateFirst=" + flag_text(o.resetGateFirst) + ", resetAfter=" + flag_text(o.resetAfter) +
-               ", flipZ=" + flag_text(o.flipZ) + ", activations=[" + a(o.updateGateActivation) + ", " +
-               a(o.resetGateActivation) + ", " + a(o.outputGateActivation) + "])";
+        return "GRUOptions(reverse=" + flag_text(o.reverse) +
+               ", bidirectional=" + flag_text(o.bidirectional) +
+               ", resetGateFirst=" + flag_text(o.resetGateFirst) +
+               ", resetAfter=" + flag_text(o.resetAfter) + ", flipZ=" + flag_text(o.flipZ) +
+               ", activations=[" + a(o.updateGateActivation) + ", " + a(o.resetGateActivation) +
+               ", " + a(o.outputGateActivation) + "])";
       });
 }
 

@@ -8,8 +8,8 @@
 namespace rnngraph::bind {
 namespace {
 
-constexpr size_t kKeptBlocks = 16;                    // at most this many blocks kept,
-constexpr size_t kKeptBytes = size_t(1) << 31;        // and this many bytes in all
+constexpr size_t kKeptBlocks = 16;              // at most this many blocks kept,
+constexpr size_t kKeptBytes = size_t(1) << 31;  // and this many bytes in all
 
 struct Pool {
   std::mutex mutex;

@@ -11,8 +11,10 @@ enum class Activation : int { none = 0, relu = 1, tanh = 2, sigmoid = 3, hardSig
 
 inline Activation activation_from_int(int value, const char* label) {
   if (value < 0 || value > 4) {
-    throw std::invalid_argument(std::string(label) + ": activation must be 0..4 (none, relu, tanh, "
-                                "sigmoid, hardSigmoid), got " + std::to_string(value));
+    throw std::invalid_argument(std::string(label) +
+                                ": activation must be 0..4 (none, relu, tanh, "
+                                "sigmoid, hardSigmoid), got " +
+                                std::to_string(value));
   }
   return static_cast<Activation>(value);
 }

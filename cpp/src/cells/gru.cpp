@@ -22,14 +22,21 @@ struct GRUCell : CellDefaults<S, 3> {
   Index gz = 0, gr = 1, go = 2;
 
   explicit GRUCell(const GRUOptions& options) : o(options) {
-    if (o.resetGateFirst) { gz = 1; gr = 0; }
+    if (o.resetGateFirst) {
+      gz = 1;
+      gr = 0;
+    }
   }
   // resetAfter: one product over all three gates; otherwise the candidate's is the dependent one.
   int recurrent_gates() const { return o.resetAfter ? 3 : 2; }
   bool uses_dependent_product() const { return !o.resetAfter; }
 
-  static auto row(const S* p, Index H) { return Eigen::Map<const Eigen::Array<S, 1, Eigen::Dynamic>>(p, H); }
-  static const S* candidate_weight(const Direction<S>& dir) { return dir.recurrentWeight + 2 * dir.H * dir.H; }
+  static auto row(const S* p, Index H) {
+    return Eigen::Map<const Eigen::Array<S, 1, Eigen::Dynamic>>(p, H);
+  }
+  static const S* candidate_weight(const Direction<S>& dir) {
+    return dir.recurrentWeight + 2 * dir.H * dir.H;
+  }
   static Block<S> gate(const Direction<S>& dir, const ForwardStep<S>& st, Index g) {
     return block(st.gates + g * dir.H, dir.N, dir.H, st.ld_gates);
   }
@@ -66,7 +73,8 @@ struct GRUCell : CellDefaults<S, 3> {
     candidate_and_state(dir, st);
   }
   // Reset-before: o = act_o(x'_o + (hm ⊙ r)·R_oᵀ), the driver's product of hm ⊙ r (scratch).
-  DependentProduct<S> forward_before_product(const Direction<S>& dir, const ForwardStep<S>& st) const {
+  DependentProduct<S> forward_before_product(const Direction<S>& dir,
+                                             const ForwardStep<S>& st) const {
     const Index N = dir.N, H = dir.H;
     update_and_reset(dir, st);
     block(st.scratch, N, H, H) = cblock(st.hm, N, H, st.ld_hm) * gate(dir, st, gr);
@@ -92,10 +100,12 @@ struct GRUCell : CellDefaults<S, 3> {
   struct Views {
     ConstBlock<S> z, r, og;
   };
-  Views gates_at(const Direction<S>& dir, const BackwardStep<S>& st, const BackwardViews<S>& v) const {
+  Views gates_at(const Direction<S>& dir, const BackwardStep<S>& st,
+                 const BackwardViews<S>& v) const {
     const S* a = v.gates.at(st.t);
     const Index N = dir.N, H = dir.H, ld = v.gates.ld;
-    return {cblock(a + gz * H, N, H, ld), cblock(a + gr * H, N, H, ld), cblock(a + go * H, N, H, ld)};
+    return {cblock(a + gz * H, N, H, ld), cblock(a + gr * H, N, H, ld),
+            cblock(a + go * H, N, H, ld)};
   }
   Block<S> dA(const Direction<S>& dir, const BackwardStep<S>& st, Index g) const {
     return block(st.dxp + g * dir.H, dir.N, dir.H, st.ld_dxp);
@@ -167,7 +177,8 @@ struct GRUCell : CellDefaults<S, 3> {
             cblock(v.hm.at(t), N, H, v.hm.ld) * cblock(v.gates.at(t) + gr * H, N, H, v.gates.ld);
       });
       S* dR_o = a.recurrentWeightGrad + dir.d * 3 * H * H + 2 * H * H;
-      gemm(Trans::yes, Trans::no, H, H, TN, S(1), dq_o, st.ld_dxp, st.buffer_b.data(), H, S(0), dR_o, H);
+      gemm(Trans::yes, Trans::no, H, H, TN, S(1), dq_o, st.ld_dxp, st.buffer_b.data(), H, S(0),
+           dR_o, H);
     }
     if (a.secondaryBiasGrad) {
       S* db2 = a.secondaryBiasGrad + dir.d * H;
@@ -194,6 +205,7 @@ void gru_gradients(const GRUOptions& o, const RNNShape& shape, const GradientArg
 template void gru_forward<float>(const GRUOptions&, const RNNShape&, const ForwardArgs<float>&);
 template void gru_forward<double>(const GRUOptions&, const RNNShape&, const ForwardArgs<double>&);
 template void gru_gradients<float>(const GRUOptions&, const RNNShape&, const GradientArgs<float>&);
-template void gru_gradients<double>(const GRUOptions&, const RNNShape&, const GradientArgs<double>&);
+template void gru_gradients<double>(const GRUOptions&, const RNNShape&,
+                                    const GradientArgs<double>&);
 
 }  // namespace rnngraph

@@ -19,7 +19,10 @@ struct LSTMCell : CellDefaults<S, 4> {
   Index gi = 0, gf = 1, gz = 2, go = 3;
 
   explicit LSTMCell(const LSTMOptions& options) : o(options) {
-    if (o.forgetGateLast) { gf = 2; gz = 1; }
+    if (o.forgetGateLast) {
+      gf = 2;
+      gz = 1;
+    }
   }
   // One pass over each row, a vector of columns at a time with all four gates in registers.
   void forward_step(const Direction<S>& dir, const ForwardStep<S>& st) const {
@@ -131,7 +134,8 @@ struct LSTMCell : CellDefaults<S, 4> {
     // dL/dp_g = Σ_t,n dA_g ⊙ c_prev, rows added in the order of t, then n.
     if (a.peepholeGrad) {
       for (Index g = 0; g < 4; ++g) {
-        Eigen::Map<Eigen::Array<S, 1, Eigen::Dynamic>> out(a.peepholeGrad + dir.d * 4 * H + g * H, H);
+        Eigen::Map<Eigen::Array<S, 1, Eigen::Dynamic>> out(a.peepholeGrad + dir.d * 4 * H + g * H,
+                                                           H);
         out.setZero();
         for (Index t = 0; t < dir.T; ++t) {
           Index ld_cp = 0;
@@ -143,7 +147,8 @@ struct LSTMCell : CellDefaults<S, 4> {
         }
       }
     }
-    if (st.init_cell_grad) block(st.init_cell_grad, N, H, dir.state_ld) = block(st.carry.data(), N, H, H);
+    if (st.init_cell_grad)
+      block(st.init_cell_grad, N, H, dir.state_ld) = block(st.carry.data(), N, H, H);
   }
 };
 
@@ -162,7 +167,9 @@ void lstm_gradients(const LSTMOptions& o, const RNNShape& shape, const GradientA
 
 template void lstm_forward<float>(const LSTMOptions&, const RNNShape&, const ForwardArgs<float>&);
 template void lstm_forward<double>(const LSTMOptions&, const RNNShape&, const ForwardArgs<double>&);
-template void lstm_gradients<float>(const LSTMOptions&, const RNNShape&, const GradientArgs<float>&);
-template void lstm_gradients<double>(const LSTMOptions&, const RNNShape&, const GradientArgs<double>&);
+template void lstm_gradients<float>(const LSTMOptions&, const RNNShape&,
+                                    const GradientArgs<float>&);
+template void lstm_gradients<double>(const LSTMOptions&, const RNNShape&,
+                                     const GradientArgs<double>&);
 
 }  // namespace rnngraph

@@ -12,18 +12,18 @@ namespace rnngraph {
 
 template <class S>
 struct Direction {
-  int d = 0;              // 0: forward block, 1: reverse block of a bidirectional op
-  bool reversed = false;  // processes t = T-1 ... 0 (SPEC.md section 4)
+  int d = 0;                         // 0: forward block, 1: reverse block of a bidirectional op
+  bool reversed = false;             // processes t = T-1 ... 0 (SPEC.md section 4)
   Index T = 0, N = 0, H = 0, G = 0;  // N: the batch rows this direction (chunk) handles
   Index state_ld = 0;      // D·H: row stride of the shared [T, N, D·H] tensors and of initState
   Index batch_stride = 0;  // rows per timestep in the shared tensors (the op's whole N)
-  const S* recurrentWeight = nullptr;   // [G·H, H]
+  const S* recurrentWeight = nullptr;                // [G·H, H]
   const PackedPanels<S>* weight_t_panels = nullptr;  // Rᵀ [H, G·H] packed for the forward steps
   const PackedPanels<S>* weight_panels = nullptr;    // R [G·H, H] packed for the backward steps
   ProductPath product = ProductPath::automatic;      // kernel of unpacked forward products
-  const S* peephole = nullptr;          // [4H] (LSTM)
-  const S* secondaryBias = nullptr;     // [H] (GRU)
-  const S* mask = nullptr;              // [T, N, D·H] at this direction's block, or nullptr
+  const S* peephole = nullptr;                       // [4H] (LSTM)
+  const S* secondaryBias = nullptr;                  // [H] (GRU)
+  const S* mask = nullptr;  // [T, N, D·H] at this direction's block, or nullptr
 
   Index time(Index k) const { return reversed ? T - 1 - k : k; }  // k-th processed step
   Index previous(Index t) const { return reversed ? t + 1 : t - 1; }
@@ -34,13 +34,15 @@ struct Direction {
   // C = A·Rᵀ for the columns [col0, col1) of Rᵀ (rows of R), A [rows, H] (lda), C [rows,
   // col1 - col0] (ldc), without the packed panels: dot products along R's rows, the BLAS or
   // the small kernel (gemm.cpp picks, unless a product path is forced).
-  void times_rows_t(Index rows, Index col0, Index col1, const S* A, Index lda, S* C, Index ldc) const {
+  void times_rows_t(Index rows, Index col0, Index col1, const S* A, Index lda, S* C,
+                    Index ldc) const {
     gemm_with(product, Trans::no, Trans::yes, rows, col1 - col0, H, S(1), A, lda,
               recurrentWeight + col0 * H, H, S(0), C, ldc);
   }
   // C = A·R_gᵀ for the gate rows [g0, g0 + gates) of R, A [rows, H] (lda), C [rows, gates·H]:
   // through the packed Rᵀ when there is one.
-  void times_weight_t(Index rows, Index g0, Index gates, const S* A, Index lda, S* C, Index ldc) const {
+  void times_weight_t(Index rows, Index g0, Index gates, const S* A, Index lda, S* C,
+                      Index ldc) const {
     if (weight_t_panels) {
       const Index per_gate = weight_t_panels->per_group;
       packed_gemm(rows, 0, H, A, lda, *weight_t_panels, g0 * per_gate, (g0 + gates) * per_gate,

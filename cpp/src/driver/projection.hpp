@@ -24,7 +24,8 @@ void project_inputs(const RNNShape& s, const ForwardArgs<S>& a, S* projected) {
   run_parts(threads, threads > 1, [&](int p) {
     const Index first = panels * p / threads, last = panels * (p + 1) / threads;
     if (last > first) {
-      packed_gemm(TN, 0, s.I, a.source, s.I, w, first, last, S(0), projected + w.first_column(first), DGH);
+      packed_gemm(TN, 0, s.I, a.source, s.I, w, first, last, S(0),
+                  projected + w.first_column(first), DGH);
     }
   });
 }
@@ -33,7 +34,8 @@ void project_inputs(const RNNShape& s, const ForwardArgs<S>& a, S* projected) {
 template <class S>
 void add_bias_rows(S* p, Index rows, Index cols, const S* bias) {
   if (!bias || rows == 0) return;
-  block(p, rows, cols, cols).rowwise() += Eigen::Map<const Eigen::Array<S, 1, Eigen::Dynamic>>(bias, cols);
+  block(p, rows, cols, cols).rowwise() +=
+      Eigen::Map<const Eigen::Array<S, 1, Eigen::Dynamic>>(bias, cols);
 }
 
 // out[j] = Σ_r p[r, j], rows added in order so the result never depends on alignment.

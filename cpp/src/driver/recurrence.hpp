@@ -30,7 +30,8 @@ template <class Cell, class S>
 void recurrent_forward(const Cell& cell, const RNNShape& s, bool reverse, const ForwardArgs<S>& a) {
   validate_shape(s, Cell::name);
   require(a.source && a.recurrentWeight && a.output, std::string(Cell::name) + ": missing buffer");
-  require(!a.packed || a.packed->matches(s), std::string(Cell::name) + ": packed weights of another shape");
+  require(!a.packed || a.packed->matches(s),
+          std::string(Cell::name) + ": packed weights of another shape");
   require(!Cell::has_cell_state || a.cellOutput, std::string(Cell::name) + ": missing cell buffer");
   FlushDenormals flush;
   const Index TN = s.T * s.N, DGH = s.DGH();
@@ -52,8 +53,8 @@ void recurrent_forward(const Cell& cell, const RNNShape& s, bool reverse, const 
   std::vector<PackedPanels<S>> weights_t(static_cast<size_t>(pack ? s.D() : 0));
   std::vector<Direction<S>> dirs;
   for (int d = 0; d < s.D(); ++d) {
-    dirs.push_back(make_direction(s, reverse, d, a.recurrentWeight, a.peephole, a.secondaryBias,
-                                  a.mask));
+    dirs.push_back(
+        make_direction(s, reverse, d, a.recurrentWeight, a.peephole, a.secondaryBias, a.mask));
     dirs.back().product = product;  // used where there are no panels
     if (product == ProductPath::packed && a.packed) {
       dirs.back().weight_t_panels = &a.packed->recurrent_t[static_cast<size_t>(d)];
@@ -64,7 +65,8 @@ void recurrent_forward(const Cell& cell, const RNNShape& s, bool reverse, const 
     }
   }
   std::vector<detail::ForwardSequences<S>> seqs;
-  for (int d = 0; d < s.D(); ++d) seqs.push_back(detail::forward_sequences<Cell>(s, a, d, projected));
+  for (int d = 0; d < s.D(); ++d)
+    seqs.push_back(detail::forward_sequences<Cell>(s, a, d, projected));
   const auto split = detail::split_work(s, cell.recurrent_gates(), sizeof(S));
   if (split.path == SplitPath::team) {
     for (int d = 0; d < s.D(); ++d) {
@@ -106,16 +108,18 @@ void recurrent_gradients(const Cell& cell, const RNNShape& s, bool reverse,
   // R [G·H, H] packed once per call, per direction, for the steps' products dQ·R.
   std::vector<PackedPanels<S>> weights(D);
   for (int d = 0; d < s.D(); ++d) {
-    dirs.push_back(make_direction(s, reverse, d, a.recurrentWeight, a.peephole, a.secondaryBias,
-                                  a.mask));
+    dirs.push_back(
+        make_direction(s, reverse, d, a.recurrentWeight, a.peephole, a.secondaryBias, a.mask));
     pack_panels(dirs.back().recurrentWeight, H, 1, GH, 1, H, weights[static_cast<size_t>(d)]);
     dirs.back().weight_panels = &weights[static_cast<size_t>(d)];
-    detail::prepare_direction(cell, s, a, dirs.back(), dxp_all, dq_all, states[d], hp_all[d], hm_all[d]);
+    detail::prepare_direction(cell, s, a, dirs.back(), dxp_all, dq_all, states[d], hp_all[d],
+                              hm_all[d]);
   }
 
   const auto split = detail::split_work(s, cell.recurrent_gates(), sizeof(S));
   if (split.path == SplitPath::team) {
-    for (size_t d = 0; d < D; ++d) detail::backward_team(cell, s, a, dirs[d], states[d], split.team);
+    for (size_t d = 0; d < D; ++d)
+      detail::backward_team(cell, s, a, dirs[d], states[d], split.team);
   } else {
     run_parts(static_cast<int>(split.parts.size()), split.parallel, [&](int i) {
       const auto& part = split.parts[static_cast<size_t>(i)];
@@ -137,8 +141,8 @@ void recurrent_gradients(const Cell& cell, const RNNShape& s, bool reverse,
       gemm(Trans::yes, Trans::no, DGH, I, TN, S(1), dxp_all, DGH, a.source, I, S(0),
            a.inputWeightGrad, I);
     }
-    gemm(Trans::no, Trans::no, TN, I, DGH, S(1), dxp_all, DGH, a.inputWeight, I, S(0),
-         a.sourceGrad, I);
+    gemm(Trans::no, Trans::no, TN, I, DGH, S(1), dxp_all, DGH, a.inputWeight, I, S(0), a.sourceGrad,
+         I);
   }
   if (a.biasGrad) detail::column_sums(dxp_all, TN, DGH, DGH, a.biasGrad);
 }

@@ -32,9 +32,11 @@ void forward_rows(const Cell& cell, const RNNShape& s, const ForwardArgs<S>& a,
     if (a.mask) {
       block(masked.data(), N, H, H) =
           cblock(step.hp, N, H, step.ld_hp) * cblock(dir.mask_at(t), N, H, DH);
-      step.hm = masked.data(); step.ld_hm = H;
+      step.hm = masked.data();
+      step.ld_hm = H;
     } else {
-      step.hm = step.hp; step.ld_hm = step.ld_hp;
+      step.hm = step.hp;
+      step.ld_hm = step.ld_hp;
     }
     // One GEMM per step over every recurrent gate: Q = hm·Rᵀ, [N, H] x [H, G·H].
     dir.times_weight_t(N, 0, cell.recurrent_gates(), step.hm, step.ld_hm, step.q, GH);

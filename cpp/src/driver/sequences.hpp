@@ -39,10 +39,13 @@ void previous_sequence(const Direction<S>& dir, Seq<const S> seq, const S* init,
 template <class S>
 struct ForwardSequences {
   Seq<S> h, c, gates;  // h_t, c_t (LSTM) and zState (or a scratch row when not training)
-  const S* h0 = nullptr;  Index h0_ld = 0;  // initial state and cell (zeros when absent)
-  const S* c0 = nullptr;  Index c0_ld = 0;
-  const S* projected = nullptr;  Index xp_step = 0, xp_ld = 0;  // x·Wᵀ (or x' − b)
-  const S* bias = nullptr;  // this direction's b, added by the cell's step
+  const S* h0 = nullptr;
+  Index h0_ld = 0;  // initial state and cell (zeros when absent)
+  const S* c0 = nullptr;
+  Index c0_ld = 0;
+  const S* projected = nullptr;
+  Index xp_step = 0, xp_ld = 0;  // x·Wᵀ (or x' − b)
+  const S* bias = nullptr;       // this direction's b, added by the cell's step
   Buffer<S> zeros, gate_scratch;
 
   // Step k (time t) for the batch rows from row0 on; q, hm and scratch are the caller's.
@@ -53,16 +56,23 @@ struct ForwardSequences {
     st.ld_xp = xp_ld;
     st.bias = bias;
     if (k == 0) {
-      st.hp = h0 + row0 * h0_ld; st.ld_hp = h0_ld;
-      st.cp = c.base ? c0 + row0 * c0_ld : nullptr; st.ld_cp = c0_ld;
+      st.hp = h0 + row0 * h0_ld;
+      st.ld_hp = h0_ld;
+      st.cp = c.base ? c0 + row0 * c0_ld : nullptr;
+      st.ld_cp = c0_ld;
     } else {
       const Index p = dir.previous(t);
-      st.hp = h.at(p) + row0 * h.ld; st.ld_hp = h.ld;
-      st.cp = c.base ? c.at(p) + row0 * c.ld : nullptr; st.ld_cp = c.ld;
+      st.hp = h.at(p) + row0 * h.ld;
+      st.ld_hp = h.ld;
+      st.cp = c.base ? c.at(p) + row0 * c.ld : nullptr;
+      st.ld_cp = c.ld;
     }
-    st.h = h.at(t) + row0 * h.ld; st.ld_h = h.ld;
-    st.c = c.base ? c.at(t) + row0 * c.ld : nullptr; st.ld_c = c.ld;
-    st.gates = gates.at(t) + row0 * gates.ld; st.ld_gates = gates.ld;
+    st.h = h.at(t) + row0 * h.ld;
+    st.ld_h = h.ld;
+    st.c = c.base ? c.at(t) + row0 * c.ld : nullptr;
+    st.ld_c = c.ld;
+    st.gates = gates.at(t) + row0 * gates.ld;
+    st.ld_gates = gates.ld;
     return st;
   }
 };
@@ -129,7 +139,8 @@ void prepare_first_state(const GradientArgs<S>& a, const Direction<S>& dir,
   const Index t0 = dir.time(0);
   auto first = block(state.hm_out.at(t0), N, H, H);
   if (!a.initState) first.setZero();
-  else if (a.mask) first = cblock(a.initState + dir.d * H, N, H, DH) * cblock(dir.mask_at(t0), N, H, DH);
+  else if (a.mask)
+    first = cblock(a.initState + dir.d * H, N, H, DH) * cblock(dir.mask_at(t0), N, H, DH);
   else first = cblock(a.initState + dir.d * H, N, H, DH);
 }
 

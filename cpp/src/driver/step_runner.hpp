@@ -37,11 +37,12 @@ void run_backward_step(const Cell& cell, const Direction<S>& dir, const Backward
 // The gradient carried to the previous step: dL/dhp = dL/dhm ⊙ m + (the paths that bypass
 // the mask), for a [rows, cols] block of dhm, dhp and carry (leading dimension ld).
 template <class S>
-void carry_to_previous(Index rows, Index cols, Index ld, const S* dhm, const S* dhp,
-                       const S* mask, Index mask_ld, S* carry) {
+void carry_to_previous(Index rows, Index cols, Index ld, const S* dhm, const S* dhp, const S* mask,
+                       Index mask_ld, S* carry) {
   auto out = block(carry, rows, cols, ld);
   if (mask) {
-    out = cblock(dhm, rows, cols, ld) * cblock(mask, rows, cols, mask_ld) + cblock(dhp, rows, cols, ld);
+    out = cblock(dhm, rows, cols, ld) * cblock(mask, rows, cols, mask_ld) +
+          cblock(dhp, rows, cols, ld);
   } else {
     out = cblock(dhm, rows, cols, ld) + cblock(dhp, rows, cols, ld);
   }

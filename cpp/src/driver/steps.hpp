@@ -14,16 +14,23 @@ namespace rnngraph {
 template <class S>
 struct ForwardStep {
   Index t = 0;
-  const S* xp = nullptr;  Index ld_xp = 0;  // x_t·Wᵀ, [N, G·H] (the bias is not in it yet)
+  const S* xp = nullptr;
+  Index ld_xp = 0;          // x_t·Wᵀ, [N, G·H] (the bias is not in it yet)
   const S* bias = nullptr;  // b [G·H] of this direction, or nullptr: x'_t = xp + b
-  S* q = nullptr;         // hm·R_gᵀ for the recurrent gates, [N, G·H], ld G·H (cell may reuse)
-  const S* hp = nullptr;  Index ld_hp = 0;  // previous state
-  const S* hm = nullptr;  Index ld_hm = 0;  // previous state times mask
-  const S* cp = nullptr;  Index ld_cp = 0;  // previous cell (LSTM)
-  S* h = nullptr;         Index ld_h = 0;   // new state
-  S* c = nullptr;         Index ld_c = 0;   // new cell (LSTM)
-  S* gates = nullptr;     Index ld_gates = 0;  // this step's zState row
-  S* scratch = nullptr;   // [N, 2H] contiguous
+  S* q = nullptr;           // hm·R_gᵀ for the recurrent gates, [N, G·H], ld G·H (cell may reuse)
+  const S* hp = nullptr;
+  Index ld_hp = 0;  // previous state
+  const S* hm = nullptr;
+  Index ld_hm = 0;  // previous state times mask
+  const S* cp = nullptr;
+  Index ld_cp = 0;  // previous cell (LSTM)
+  S* h = nullptr;
+  Index ld_h = 0;  // new state
+  S* c = nullptr;
+  Index ld_c = 0;  // new cell (LSTM)
+  S* gates = nullptr;
+  Index ld_gates = 0;    // this step's zState row
+  S* scratch = nullptr;  // [N, 2H] contiguous
 };
 
 // A product that a cell's step needs in its middle (Cell::has_dependent_product): the driver
@@ -31,8 +38,10 @@ struct ForwardStep {
 template <class S>
 struct DependentProduct {
   Index gate = 0;
-  const S* a = nullptr;  Index lda = 0;
-  S* c = nullptr;        Index ldc = 0;
+  const S* a = nullptr;
+  Index lda = 0;
+  S* c = nullptr;
+  Index ldc = 0;
 };
 
 // One backward step. The cell must write dxp, dq (when separate), and, when it has direct
@@ -44,13 +53,14 @@ struct BackwardStep {
   S* dxp = nullptr;  // out: dL/dx'_t, [N, G·H] with leading dimension ld_dxp
   S* dq = nullptr;   // out: dL/dQ_t where Q = (recurrent input)·Rᵀ (== dxp if not separate)
   Index ld_dxp = 0;
-  S* dhm = nullptr;  // out: dL/dhm_t beyond dq·R over the recurrent gates, [N, H]
-  S* dhp = nullptr;  // out: dL/dhp_t through paths that bypass the mask, [N, H]
+  S* dhm = nullptr;      // out: dL/dhm_t beyond dq·R over the recurrent gates, [N, H]
+  S* dhp = nullptr;      // out: dL/dhp_t through paths that bypass the mask, [N, H]
   S* scratch = nullptr;  // [N, 2H]
   // For a cell that rebuilds h in its backward steps (Cell::rebuilds_states_in_loop): where
   // h_t goes, times next_mask when there is one, as hm of the next step in processing order
   // (rows ld_next_state apart, next_mask's D·H apart); nullptr at the last step.
-  S* next_state = nullptr;  Index ld_next_state = 0;
+  S* next_state = nullptr;
+  Index ld_next_state = 0;
   const S* next_mask = nullptr;
 };
 
@@ -63,9 +73,10 @@ struct BackwardViews {
   Seq<const S> hm;      // previous state times mask
   Seq<const S> states;  // h_t
   Seq<const S> cell;    // LSTM: c_t (cellOutputFwd)
-  const S* cell_init = nullptr;  Index cell_init_ld = 0;  // LSTM: the cell before the first step
-  Seq<const S> q_o;     // GRU resetAfter: hm·R_oᵀ + b2
-  S* carry = nullptr;   // LSTM: dL/dc carried to the previous step, [N, H] contiguous
+  const S* cell_init = nullptr;
+  Index cell_init_ld = 0;  // LSTM: the cell before the first step
+  Seq<const S> q_o;        // GRU resetAfter: hm·R_oᵀ + b2
+  S* carry = nullptr;      // LSTM: dL/dc carried to the previous step, [N, H] contiguous
   Index H = 0;
 
   BackwardViews rows(Index row0) const {
@@ -95,11 +106,11 @@ struct CellBackwardState {
   BackwardViews<S> views;
   Buffer<S> buffer_a, buffer_b, buffer_c;  // cell-owned: sequences [T, N, H], or [N, H] rows
   std::vector<S> carry;                    // cell-owned, [N, H]
-  Seq<const S> cell_fwd;    // LSTM cellOutputFwd slice
-  Seq<const S> output_fwd;  // GRU outputFwd slice
-  const S* init_cell = nullptr;       // ld D·H
-  const S* cell_gradient = nullptr;   // ld D·H
-  S* init_cell_grad = nullptr;        // ld D·H
+  Seq<const S> cell_fwd;                   // LSTM cellOutputFwd slice
+  Seq<const S> output_fwd;                 // GRU outputFwd slice
+  const S* init_cell = nullptr;            // ld D·H
+  const S* cell_gradient = nullptr;        // ld D·H
+  S* init_cell_grad = nullptr;             // ld D·H
   S* dxp_all = nullptr;  // [T·N, G·H] block of this direction, leading dimension ld_dxp
   S* dq_all = nullptr;
   Index ld_dxp = 0;

@@ -27,15 +27,18 @@ struct WorkSplit {
   int team = 1;             // team: each direction in turn shared by this many threads
 };
 
-inline SplitPath choose_split(const RNNShape& s, int recurrent_gates, Index scalar_bytes, int threads) {
+inline SplitPath choose_split(const RNNShape& s, int recurrent_gates, Index scalar_bytes,
+                              int threads) {
   const SplitPath forced = forced_paths().split;
   if (forced != SplitPath::automatic) return forced;
   const Index step_work = s.D() * s.N * recurrent_gates * s.H * s.H;
-  const bool parallel = threads >= 2 && s.T > 0 &&
-                        (s.T * step_work >= tuning::parallel_threshold(tuning::ParallelSite::recurrence) ||
-                         step_work >= tuning::parallel_threshold(tuning::ParallelSite::step));
+  const bool parallel =
+      threads >= 2 && s.T > 0 &&
+      (s.T * step_work >= tuning::parallel_threshold(tuning::ParallelSite::recurrence) ||
+       step_work >= tuning::parallel_threshold(tuning::ParallelSite::step));
   if (!parallel) return SplitPath::serial;
-  const bool big_weights = recurrent_gates * s.H * s.H * scalar_bytes > tuning::kStreamedWeightBytes;
+  const bool big_weights =
+      recurrent_gates * s.H * s.H * scalar_bytes > tuning::kStreamedWeightBytes;
   const Index min_rows = tuning::kMinChunkRows;
   if (s.D() == 1 && (s.N < 2 * min_rows || (big_weights && s.N <= 4 * min_rows))) {
     return s.H / tuning::kTeamUnitsPerThread >= 2 ? SplitPath::team : SplitPath::serial;
@@ -50,15 +53,17 @@ inline WorkSplit split_work(const RNNShape& s, int recurrent_gates, Index scalar
   split.path = path;
   if (path == SplitPath::team) {
     const bool forced = forced_paths().split == SplitPath::team;
-    split.team = forced ? threads
-                        : static_cast<int>(std::min<Index>(threads, s.H / tuning::kTeamUnitsPerThread));
+    split.team =
+        forced ? threads
+               : static_cast<int>(std::min<Index>(threads, s.H / tuning::kTeamUnitsPerThread));
     return split;
   }
   Index chunks = 1;
   if (path == SplitPath::rows) {
     const bool forced = forced_paths().split == SplitPath::rows;
     const Index per_direction = std::max<Index>(1, threads / s.D());
-    chunks = std::max<Index>(1, std::min(per_direction, forced ? s.N : s.N / tuning::kMinChunkRows));
+    chunks =
+        std::max<Index>(1, std::min(per_direction, forced ? s.N : s.N / tuning::kMinChunkRows));
   }
   for (int d = 0; d < s.D(); ++d) {
     for (Index c = 0; c < chunks; ++c) {
