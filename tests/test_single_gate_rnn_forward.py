@@ -44,6 +44,15 @@ EVERY_COMBINATION = [
 ]
 
 
+def test_case_ids_spell_every_combination():
+    """Each pytest id above spells its case: parsing it gives the case back, and no two
+    cases share an id (so no combination is lost to a duplicate)."""
+    ids = [param.id for param in EVERY_COMBINATION]
+    assert len(set(ids)) == len(ids) == len(ACTIVATIONS) * 4 * 5 * 2 * 2 * 3
+    for param in EVERY_COMBINATION:
+        assert Case.parse(CELL, param.id) == param.values[0], param.id
+
+
 @pytest.mark.parametrize("case", EVERY_COMBINATION)
 def test_forward_matches_reference(case, rng):
     x = make_inputs(case, rng, scale=scale_for(case, default=0.8))

@@ -2,25 +2,62 @@
 tolerance table, one finite-difference checker.
 
 A test is a ``Case`` (which cell, which options), inputs drawn for it from the ``rng``
-fixture (conftest.py: seeded from the crc32 of the test id, so every run sees the same
-numbers), a run through the public ``rnngraph.Graph`` API, and a comparison under a named
-tolerance::
+fixture (conftest.py: seeded from the crc32 of the test's node id, the only seeding; derive
+more generators with ``rng.spawn``), a run through the public ``rnngraph.Graph`` API, and a
+comparison under a named tolerance::
 
     import pytest
-    from toolkit import Case, assert_close, cases, check_gradients, forward, gradients, \\
+    from toolkit import assert_all_close, cases, check_gradients, forward, gradients, \
         make_inputs, reference, signals
 
-    @pytest.mark.parametrize("case", cases("LSTM", "bi-forgetGateLast-peephole[2,4H]",
-                                           "reverse-i=relu-h0-c0[1,N,DH]-mask[T,N,1]"))
-    def test_gradients(case, rng):
-        x = make_inputs(case, rng)              # FD-safe: away from relu/hardSigmoid kinks
-        sig = signals(case, rng)                # dy, dS, dC as the case's signal says
-        analytic = gradients(case, x, sig)      # count, order, shapes, dtypes checked
-        check_gradients(case, x, sig, analytic) # central differences, rnngraph and reference
+    CASES = cases("LSTM", "bi-forgetGateLast-peephole[2,4H]",
+                  "reverse-i=relu-h0-c0[1,N,DH]-mask[T,N,1]-dy+dC")
 
+    @pytest.mark.parametrize("case", CASES)
     def test_forward(case, rng):
-        x = make_inputs(case, rng)
+        x = make_inputs(case, rng)       # FD-safe: relu/hardSigmoid kinks ≥ KINK_MARGIN away
         assert_all_close(forward(case, x), reference(case, x), "float64", case.id)
+
+    @pytest.mark.parametrize("case", CASES)
+    def test_gradients(case, rng):
+        x = make_inputs(case, rng)
+        sig = signals(case, rng)         # dy, dS, dC as the case's signal says
+        analytic = gradients(case, x, sig)       # count, order, shapes, dtypes checked
+        check_gradients(case, x, sig, analytic)  # central differences: rnngraph, reference
+
+``Case`` (case.py; its docstring has the id grammar)
+    ``Case(cell, direction="fwd", activations={slot or token: name}, forgetGateLast,
+    resetGateFirst, resetAfter, flipZ, inputWeight=True, bias=True, initState=None|"[N,DH]"|
+    "[1,N,DH]", initCell=..., peephole=None|"[D4H]"|"[2,4H]", secondaryBias=False,
+    mask=None|"[T,N,DH]"|"[T,N,1]"|..., fractional_mask=False, signal="dy+dS(+dC)", T=3, N=2,
+    I=3, H=2, dtype="float64")``; invalid combinations raise. ``Case.parse(cell, id)``,
+    ``case.id`` (the pytest id, defaults omitted), ``cases(cell, *ids)`` (pytest params),
+    ``case.but(**changes)``, ``case.with_all_inputs(**changes)``, ``case.descriptor(**props)``,
+    ``case.activation(slot)``, ``case.returned`` (SPEC section-6 labels), ``D``, ``G``, ``DH``.
+Inputs (inputs.py)
+    ``make_inputs(case, rng, scale=0.6, weight_scale=None, margin=KINK_MARGIN, accept=None)``:
+    redraws until FD-safe and ``accept({slot: pre-activations [T,N,D·H]})`` holds;
+    ``scale_for(case)`` (2.0 when a slot is hardSigmoid); ``float32_and_float64(case, rng)``;
+    ``signals(case, rng) -> Signals(dy, dS, dC)``; ``one_direction(case, x, d)`` -> the
+    unidirectional case and inputs of one direction; ``draw_inputs`` (one draw, no check).
+Runner (runner.py)
+    ``forward(case, x, **descriptor_props)`` (training=True unless given) -> {"h", "c",
+    "zState"} as returned; ``gradients(case, x, signals, wired=True, forward_overrides=None,
+    **descriptor_props)`` -> {label: gradient} in SPEC order (``wired=False`` feeds the saved
+    tensors as arrays; ``forward_overrides`` sets e.g. produceCell on the forward op);
+    ``reference(case, x, return_preactivations=False)``; ``loss(case, signals, through)``;
+    ``final(sequence, case)``; ``blas_threads(n)``; ``*_op(cell, x, descriptor, ...)`` for
+    hand-built descriptors.
+Tolerances (tolerances.py)
+    ``TOLERANCES[name] = Tolerance(bound, reason)`` on ``relative_error`` (max abs error over
+    max(1, max|expected|)); ``assert_close(a, b, name, what)``, ``assert_all_close``.
+Finite differences (finite_differences.py)
+    ``check_gradients``, ``check_random_direction``, ``numerical_gradients``,
+    ``assert_gradients_close``; every error goes into ``WORST``, printed by conftest.py.
+SPEC facts (spec.py)
+    ``GATES``, ``SLOTS``/``SLOT_DEFAULTS``, ``RETURNED``, ``GRADIENT_OPS``, ``KINKS``,
+    ``KINK_MARGIN``, ``output_names``, ``gate_order``: defined here only; tests never repeat
+    them.
 
 Writing a test for a new option:
 
@@ -31,9 +68,10 @@ Writing a test for a new option:
 3. Add cases using it to the cell's test files (``cases(cell, *ids)`` checks each id is
    canonical). Pick a tolerance from ``TOLERANCES``; a new one needs a one-line reason.
 
-Modules: ``spec`` (SPEC.md facts: gate counts, slots, returned-gradient order, KINK_MARGIN),
-``case``, ``inputs``, ``runner``, ``tolerances``, ``finite_differences``. Cell-independent
-per-cell facts live in ``spec`` only; tests never repeat them.
+From the old helpers: ``lstm_helpers.draw_inputs`` -> ``make_inputs`` (``accept`` now gets
+pre-activations by slot); ``lh.cotangents`` -> ``signals``; ``lh.run_forward`` /
+``run_gradients`` -> ``forward`` / ``gradients``; the GRU tests' ``gate_preactivations`` ->
+``reference(..., return_preactivations=True)``; ``harness.*`` -> the ``*_op`` functions.
 """
 
 from .case import Case, cases, layout_dims

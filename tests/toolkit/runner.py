@@ -104,6 +104,7 @@ def _checked_outputs(cell, x, desc, names, outputs, result) -> dict:
     out = {}
     for name, tensor in zip(names, outputs):
         assert tensor.shape == shapes[name], f"{cell} {name}: symbolic shape {tensor.shape}"
+        assert tensor.dataType == _dtype(x), f"{cell} {name}: symbolic dtype {tensor.dataType}"
         value = result[tensor]
         assert value.shape == shapes[name], f"{cell} {name}: shape {value.shape}"
         assert value.dtype == x["source"].dtype, f"{cell} {name}: dtype {value.dtype}"
@@ -150,6 +151,7 @@ def gradients_op(cell, x: dict, desc, signals, *, wired=True, forward_overrides=
     out = {}
     for label, tensor in zip(labels, grads):
         assert tensor.shape == x[label].shape, f"{op} d{label}: symbolic shape {tensor.shape}"
+        assert tensor.dataType == dtype, f"{op} d{label}: symbolic dtype {tensor.dataType}"
         value = result[tensor]
         assert value.shape == x[label].shape, f"{op} d{label}: shape {value.shape}"
         assert value.dtype == x["source"].dtype, f"{op} d{label}: dtype {value.dtype}"
