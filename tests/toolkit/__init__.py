@@ -54,6 +54,9 @@ Tolerances (tolerances.py)
 Finite differences (finite_differences.py)
     ``check_gradients``, ``check_random_direction``, ``numerical_gradients``,
     ``assert_gradients_close``; every error goes into ``WORST``, printed by conftest.py.
+Forced kernel paths (paths.py)
+    ``forced_paths(product=, tile=, split=)``: run a block on named kernel paths
+    (test_paths.py); imported on its own, not re-exported here.
 SPEC facts (spec.py)
     ``GATES``, ``SLOTS``/``SLOT_DEFAULTS``, ``RETURNED``, ``GRADIENT_OPS``, ``KINKS``,
     ``KINK_MARGIN``, ``output_names``, ``gate_order``: defined here only; tests never repeat
