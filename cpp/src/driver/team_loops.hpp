@@ -14,7 +14,8 @@ namespace rnngraph::detail {
 // Thread p of `team` takes the units [p·units/team, (p+1)·units/team) of a split, in `step`s.
 inline std::pair<Index, Index> team_share(int p, int team, Index units, Index step) {
   const Index blocks = (units + step - 1) / step;
-  return {std::min(units, blocks * p / team * step), std::min(units, blocks * (p + 1) / team * step)};
+  return {std::min(units, blocks * p / team * step),
+          std::min(units, blocks * (p + 1) / team * step)};
 }
 
 // One direction shared by `team` threads, step by step: each thread computes its slice of
@@ -66,7 +67,8 @@ void forward_team(const Cell& cell, const RNNShape& s, const ForwardArgs<S>& a,
       if (rows > 0) {
         ForwardStep<S> step = seqs.step(mine, k, t, r0);
         step.q = recurrent.data() + r0 * GH;
-        step.hm = hm + r0 * ld_hm; step.ld_hm = ld_hm;
+        step.hm = hm + r0 * ld_hm;
+        step.ld_hm = ld_hm;
         step.scratch = step_scratch.data();
         run_forward_step(cell, mine, step);
         if (a.mask && k + 1 < T) mask_rows(k + 1);
@@ -97,13 +99,15 @@ void backward_team(const Cell& cell, const RNNShape& s, const GradientArgs<S>& a
     const Index r0 = N * p / team, rows = N * (p + 1) / team - r0;
     const Direction<S> mine = dir.rows(r0, rows);
     const BackwardViews<S> views = state.views.rows(r0);
-    std::vector<S> dh(static_cast<size_t>(rows * H)), step_scratch(static_cast<size_t>(2 * rows * H));
+    std::vector<S> dh(static_cast<size_t>(rows * H)),
+        step_scratch(static_cast<size_t>(2 * rows * H));
     for (Index k = T - 1; k >= 0; --k) {
       const Index t = dir.time(k);
       // Phase 1: this thread's rows of the element-wise step.
       if (rows > 0) {
-        block(dh.data(), rows, H, H) = cblock(a.sourceGradient + (t * N + r0) * DH + dH, rows, H, DH) +
-                                       cblock(carry.data() + r0 * H, rows, H, H);
+        block(dh.data(), rows, H, H) =
+            cblock(a.sourceGradient + (t * N + r0) * DH + dH, rows, H, DH) +
+            cblock(carry.data() + r0 * H, rows, H, H);
         BackwardStep<S> step = state.step(t, r0);
         if constexpr (Cell::rebuilds_states_in_loop) state.set_next_state(step, mine, k, r0);
         step.dh = dh.data();
