@@ -33,10 +33,14 @@ inline Shape shape_of(const py::array& a) {
   return s;
 }
 
+// The Python type name of obj, for error messages.
+inline std::string type_name(const py::handle& obj) {
+  return py::str(py::type::handle_of(obj).attr("__name__")).cast<std::string>();
+}
+
 inline py::array as_array(const py::object& obj, const std::string& where) {
   if (!py::isinstance<py::array>(obj)) {
-    throw py::type_error(where + ": expected a numpy.ndarray, got " +
-                         std::string(py::str(obj.get_type().attr("__name__"))));
+    throw py::type_error(where + ": expected a numpy.ndarray, got " + type_name(obj));
   }
   return py::reinterpret_borrow<py::array>(obj);
 }

@@ -25,7 +25,7 @@ class Inputs {
       : op_(op) {
     if (!py::isinstance<py::dict>(mapping)) {
       throw py::type_error(op + ": inputs: expected a dict {label: numpy.ndarray or None}, got " +
-                           std::string(py::str(mapping.get_type().attr("__name__"))));
+                           type_name(mapping));
     }
     dict_ = py::reinterpret_borrow<py::dict>(mapping);
     for (const auto& item : dict_) {
@@ -138,14 +138,11 @@ void gradients(const GRUOptions& o, const RNNShape& s, const GradientArgs<S>& a)
   gru_gradients<S>(o, s, a);
 }
 
-template <class S>
-py::tuple forward_typed(const CellOptions& opts, const Inputs& in, bool training,
-                        const PackedWeights* packed) {
-  const std::string op = traits_of(opts).op;
-  const bool lstm = std::holds_alternative<LSTMOptions>(opts);
-  const RNNShape s = infer_shape(opts, op, in);
+// The inputs a forward op and its gradient op share (their Args have the same fields), each
+// checked against its SPEC.md layout.
+template <class S, template <class> class Args>
+void read_op_inputs(const Inputs& in, const RNNShape& s, Args<S>& a) {
   const Index T = s.T, N = s.N, DH = s.DH();
-  ForwardArgs<S> a;
   a.source = in.array<S>("source", {T, N, s.source_cols()}, true);
   a.recurrentWeight = in.array<S>("recurrentWeight", weight_shape(s), true);
   a.inputWeight = in.array<S>("inputWeight", {s.DGH(), s.I});
@@ -155,6 +152,17 @@ py::tuple forward_typed(const CellOptions& opts, const Inputs& in, bool training
   a.mask = in.array<S>("mask", {T, N, DH});
   a.peephole = in.array<S>("peephole", {s.D() * 4 * s.H});
   a.secondaryBias = in.array<S>("secondaryBias", {DH});
+}
+
+template <class S>
+py::tuple forward_typed(const CellOptions& opts, const Inputs& in, bool training,
+                        const PackedWeights* packed) {
+  const std::string op = traits_of(opts).op;
+  const bool lstm = std::holds_alternative<LSTMOptions>(opts);
+  const RNNShape s = infer_shape(opts, op, in);
+  const Index T = s.T, N = s.N, DH = s.DH();
+  ForwardArgs<S> a;
+  read_op_inputs(in, s, a);
   if (packed) {
     a.packed = packed->get<S>();
     if (packed->op != op || !a.packed || !packed_weights_match(*a.packed, s)) {
@@ -190,21 +198,13 @@ py::dict gradients_typed(const CellOptions& opts, const Inputs& in) {
   const RNNShape s = infer_shape(opts, op, in);
   const Index T = s.T, N = s.N, DH = s.DH();
   GradientArgs<S> a;
-  a.source = in.array<S>("source", {T, N, s.source_cols()}, true);
-  a.recurrentWeight = in.array<S>("recurrentWeight", weight_shape(s), true);
+  read_op_inputs(in, s, a);
   a.sourceGradient = in.array<S>("sourceGradient", {T, N, DH}, true);
   a.zState = in.array<S>("zState", {T, N, s.DGH()}, true);
   a.outputFwd = in.array<S>("outputFwd", {T, N, DH}, gru);
   a.cellOutputFwd = in.array<S>("cellOutputFwd", {T, N, DH}, lstm);
   a.stateGradient = in.array<S>("stateGradient", {N, DH});
   a.cellGradient = in.array<S>("cellGradient", {N, DH});
-  a.inputWeight = in.array<S>("inputWeight", {s.DGH(), s.I});
-  a.bias = in.array<S>("bias", {s.DGH()});
-  a.initState = in.array<S>("initState", {N, DH});
-  a.initCell = in.array<S>("initCell", {N, DH});
-  a.mask = in.array<S>("mask", {T, N, DH});
-  a.peephole = in.array<S>("peephole", {s.D() * 4 * s.H});
-  a.secondaryBias = in.array<S>("secondaryBias", {DH});
 
   py::dict grads;
   auto make = [&](const char* label, const Shape& shape, S*& target) {

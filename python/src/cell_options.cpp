@@ -1,6 +1,12 @@
 #include "cell_options.hpp"
 
+#include "array_args.hpp"
+
 #include <pybind11/stl.h>
+
+#include <memory>
+#include <utility>
+#include <vector>
 
 namespace rnngraph::bind {
 namespace {
@@ -37,20 +43,50 @@ Activation activation(int value, const std::string& where) {
   return activation_from_int(value, where.c_str());
 }
 
+// The class of one options type: read-only properties named after the descriptor's, a repr
+// that lists them, and the cell's op names and gate count as class attributes.
 template <class Options>
-py::class_<Options> options_class(py::module_& m, const char* name, const char* doc) {
-  // module_local: each kernel level's module (_core, _core_avx2, ...) has its own class.
-  py::class_<Options> c(m, name, doc, py::module_local());
-  const CellTraits& t = traits(Options{});
-  c.attr("op") = t.op;
-  c.attr("gradient_op") = t.gradient_op;
-  c.attr("gates") = t.gates;
-  c.def_readonly("reverse", &Options::reverse);
-  c.def_readonly("bidirectional", &Options::bidirectional);
-  return c;
-}
+class OptionsClass {
+ public:
+  OptionsClass(py::module_& m, const char* name, const char* doc)
+      // module_local: each kernel level's module (_core, _core_avx2, ...) has its own class.
+      : c_(m, name, doc, py::module_local()) {
+    const CellTraits& t = traits(Options{});
+    c_.attr("op") = t.op;
+    c_.attr("gradient_op") = t.gradient_op;
+    c_.attr("gates") = t.gates;
+    flag("reverse", &Options::reverse);
+    flag("bidirectional", &Options::bidirectional);
+    c_.def("__repr__", [names = names_](const py::object& self) {
+      std::string out = type_name(self) + "(";
+      for (size_t i = 0; i < names->size(); ++i) {
+        const char* n = (*names)[i];
+        out += (i ? ", " : "") + std::string(n) + "=" + py::repr(self.attr(n)).cast<std::string>();
+      }
+      return out + ")";
+    });
+  }
+  OptionsClass& flag(const char* name, bool Options::* member) {
+    c_.def_readonly(name, member);
+    names_->push_back(name);
+    return *this;
+  }
+  OptionsClass& activation(const char* name, Activation Options::* member) {
+    c_.def_property_readonly(name,
+                             [member](const Options& o) { return static_cast<int>(o.*member); });
+    names_->push_back(name);
+    return *this;
+  }
+  template <class Init, class... Args>
+  OptionsClass& init(Init&& make, Args&&... args) {
+    c_.def(py::init(std::forward<Init>(make)), py::kw_only(), std::forward<Args>(args)...);
+    return *this;
+  }
 
-std::string flag_text(bool v) { return v ? "True" : "False"; }
+ private:
+  py::class_<Options> c_;
+  std::shared_ptr<std::vector<const char*>> names_ = std::make_shared<std::vector<const char*>>();
+};
 
 }  // namespace
 
@@ -67,96 +103,83 @@ CellOptions options_from(const py::handle& options, const std::string& where) {
   if (py::isinstance<LSTMOptions>(options)) return options.cast<LSTMOptions>();
   if (py::isinstance<GRUOptions>(options)) return options.cast<GRUOptions>();
   throw py::type_error(where + ": expected SingleGateRNNOptions, LSTMOptions or GRUOptions, got " +
-                       std::string(py::str(options.get_type().attr("__name__"))));
+                       type_name(options));
 }
 
 void bind_cell_options(py::module_& m) {
   using py::arg;
-  options_class<SingleGateRNNOptions>(m, "SingleGateRNNOptions",
-                                      "singleGateRNN's descriptor, parsed.")
-      .def(py::init([](bool reverse, bool bidirectional, int act) {
-             SingleGateRNNOptions o;
-             o.reverse = reverse;
-             o.bidirectional = bidirectional;
-             o.activation = activation(act, "singleGateRNN: activation");
-             return o;
-           }),
-           py::kw_only(), arg("reverse").noconvert() = false,
-           arg("bidirectional").noconvert() = false,
-           arg("activation").noconvert() = static_cast<int>(Activation::relu))
-      .def_property_readonly(
-          "activation",
-          [](const SingleGateRNNOptions& o) { return static_cast<int>(o.activation); })
-      .def("__repr__", [](const SingleGateRNNOptions& o) {
-        return "SingleGateRNNOptions(reverse=" + flag_text(o.reverse) +
-               ", bidirectional=" + flag_text(o.bidirectional) +
-               ", activation=" + std::to_string(static_cast<int>(o.activation)) + ")";
-      });
+  auto act_arg = [](const char* name, Activation fallback) {
+    return arg(name).noconvert() = static_cast<int>(fallback);
+  };
+  auto flag_arg = [](const char* name) { return arg(name).noconvert() = false; };
 
-  options_class<LSTMOptions>(m, "LSTMOptions", "LSTM's descriptor, parsed.")
-      .def(py::init([](bool reverse, bool bidirectional, bool forgetGateLast, int i, int f, int z,
-                       int out, int act) {
-             LSTMOptions o;
-             o.reverse = reverse;
-             o.bidirectional = bidirectional;
-             o.forgetGateLast = forgetGateLast;
-             o.inputGateActivation = activation(i, "LSTM: inputGateActivation");
-             o.forgetGateActivation = activation(f, "LSTM: forgetGateActivation");
-             o.cellGateActivation = activation(z, "LSTM: cellGateActivation");
-             o.outputGateActivation = activation(out, "LSTM: outputGateActivation");
-             o.activation = activation(act, "LSTM: activation");
-             return o;
-           }),
-           py::kw_only(), arg("reverse").noconvert() = false,
-           arg("bidirectional").noconvert() = false, arg("forgetGateLast").noconvert() = false,
-           arg("inputGateActivation").noconvert() = static_cast<int>(Activation::sigmoid),
-           arg("forgetGateActivation").noconvert() = static_cast<int>(Activation::sigmoid),
-           arg("cellGateActivation").noconvert() = static_cast<int>(Activation::tanh),
-           arg("outputGateActivation").noconvert() = static_cast<int>(Activation::sigmoid),
-           arg("activation").noconvert() = static_cast<int>(Activation::tanh))
-      .def_readonly("forgetGateLast", &LSTMOptions::forgetGateLast)
-      .def("__repr__", [](const LSTMOptions& o) {
-        auto a = [](Activation v) { return std::to_string(static_cast<int>(v)); };
-        return "LSTMOptions(reverse=" + flag_text(o.reverse) +
-               ", bidirectional=" + flag_text(o.bidirectional) +
-               ", forgetGateLast=" + flag_text(o.forgetGateLast) + ", activations=[" +
-               a(o.inputGateActivation) + ", " + a(o.forgetGateActivation) + ", " +
-               a(o.cellGateActivation) + ", " + a(o.outputGateActivation) + ", " + a(o.activation) +
-               "])";
-      });
+  OptionsClass<SingleGateRNNOptions>(m, "SingleGateRNNOptions",
+                                     "singleGateRNN's descriptor, parsed.")
+      .activation("activation", &SingleGateRNNOptions::activation)
+      .init(
+          [](bool reverse, bool bidirectional, int act) {
+            SingleGateRNNOptions o;
+            o.reverse = reverse;
+            o.bidirectional = bidirectional;
+            o.activation = activation(act, "singleGateRNN: activation");
+            return o;
+          },
+          flag_arg("reverse"), flag_arg("bidirectional"), act_arg("activation", Activation::relu));
 
-  options_class<GRUOptions>(m, "GRUOptions", "GRU's descriptor, parsed.")
-      .def(py::init([](bool reverse, bool bidirectional, bool resetGateFirst, bool resetAfter,
-                       bool flipZ, int z, int r, int out) {
-             GRUOptions o;
-             o.reverse = reverse;
-             o.bidirectional = bidirectional;
-             o.resetGateFirst = resetGateFirst;
-             o.resetAfter = resetAfter;
-             o.flipZ = flipZ;
-             o.updateGateActivation = activation(z, "GRU: updateGateActivation");
-             o.resetGateActivation = activation(r, "GRU: resetGateActivation");
-             o.outputGateActivation = activation(out, "GRU: outputGateActivation");
-             return o;
-           }),
-           py::kw_only(), arg("reverse").noconvert() = false,
-           arg("bidirectional").noconvert() = false, arg("resetGateFirst").noconvert() = false,
-           arg("resetAfter").noconvert() = false, arg("flipZ").noconvert() = false,
-           arg("updateGateActivation").noconvert() = static_cast<int>(Activation::sigmoid),
-           arg("resetGateActivation").noconvert() = static_cast<int>(Activation::sigmoid),
-           arg("outputGateActivation").noconvert() = static_cast<int>(Activation::tanh))
-      .def_readonly("resetGateFirst", &GRUOptions::resetGateFirst)
-      .def_readonly("resetAfter", &GRUOptions::resetAfter)
-      .def_readonly("flipZ", &GRUOptions::flipZ)
-      .def("__repr__", [](const GRUOptions& o) {
-        auto a = [](Activation v) { return std::to_string(static_cast<int>(v)); };
-        return "GRUOptions(reverse=" + flag_text(o.reverse) +
-               ", bidirectional=" + flag_text(o.bidirectional) +
-               ", resetGateFirst=" + flag_text(o.resetGateFirst) +
-               ", resetAfter=" + flag_text(o.resetAfter) + ", flipZ=" + flag_text(o.flipZ) +
-               ", activations=[" + a(o.updateGateActivation) + ", " + a(o.resetGateActivation) +
-               ", " + a(o.outputGateActivation) + "])";
-      });
+  OptionsClass<LSTMOptions>(m, "LSTMOptions", "LSTM's descriptor, parsed.")
+      .flag("forgetGateLast", &LSTMOptions::forgetGateLast)
+      .activation("inputGateActivation", &LSTMOptions::inputGateActivation)
+      .activation("forgetGateActivation", &LSTMOptions::forgetGateActivation)
+      .activation("cellGateActivation", &LSTMOptions::cellGateActivation)
+      .activation("outputGateActivation", &LSTMOptions::outputGateActivation)
+      .activation("activation", &LSTMOptions::activation)
+      .init(
+          [](bool reverse, bool bidirectional, bool forgetGateLast, int i, int f, int z, int out,
+             int act) {
+            LSTMOptions o;
+            o.reverse = reverse;
+            o.bidirectional = bidirectional;
+            o.forgetGateLast = forgetGateLast;
+            o.inputGateActivation = activation(i, "LSTM: inputGateActivation");
+            o.forgetGateActivation = activation(f, "LSTM: forgetGateActivation");
+            o.cellGateActivation = activation(z, "LSTM: cellGateActivation");
+            o.outputGateActivation = activation(out, "LSTM: outputGateActivation");
+            o.activation = activation(act, "LSTM: activation");
+            return o;
+          },
+          flag_arg("reverse"), flag_arg("bidirectional"), flag_arg("forgetGateLast"),
+          act_arg("inputGateActivation", Activation::sigmoid),
+          act_arg("forgetGateActivation", Activation::sigmoid),
+          act_arg("cellGateActivation", Activation::tanh),
+          act_arg("outputGateActivation", Activation::sigmoid),
+          act_arg("activation", Activation::tanh));
+
+  OptionsClass<GRUOptions>(m, "GRUOptions", "GRU's descriptor, parsed.")
+      .flag("resetGateFirst", &GRUOptions::resetGateFirst)
+      .flag("resetAfter", &GRUOptions::resetAfter)
+      .flag("flipZ", &GRUOptions::flipZ)
+      .activation("updateGateActivation", &GRUOptions::updateGateActivation)
+      .activation("resetGateActivation", &GRUOptions::resetGateActivation)
+      .activation("outputGateActivation", &GRUOptions::outputGateActivation)
+      .init(
+          [](bool reverse, bool bidirectional, bool resetGateFirst, bool resetAfter, bool flipZ,
+             int z, int r, int out) {
+            GRUOptions o;
+            o.reverse = reverse;
+            o.bidirectional = bidirectional;
+            o.resetGateFirst = resetGateFirst;
+            o.resetAfter = resetAfter;
+            o.flipZ = flipZ;
+            o.updateGateActivation = activation(z, "GRU: updateGateActivation");
+            o.resetGateActivation = activation(r, "GRU: resetGateActivation");
+            o.outputGateActivation = activation(out, "GRU: outputGateActivation");
+            return o;
+          },
+          flag_arg("reverse"), flag_arg("bidirectional"), flag_arg("resetGateFirst"),
+          flag_arg("resetAfter"), flag_arg("flipZ"),
+          act_arg("updateGateActivation", Activation::sigmoid),
+          act_arg("resetGateActivation", Activation::sigmoid),
+          act_arg("outputGateActivation", Activation::tanh));
 }
 
 }  // namespace rnngraph::bind

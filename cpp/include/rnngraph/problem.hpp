@@ -28,13 +28,16 @@ struct RNNShape {
   Index source_cols() const { return has_input_weight ? I : DGH(); }
 };
 
+// Each cell's descriptor options (SPEC.md section 3), and its gate count G.
 struct SingleGateRNNOptions {
+  static constexpr int gates = 1;
   bool reverse = false;
   bool bidirectional = false;
   Activation activation = Activation::relu;
 };
 
 struct LSTMOptions {
+  static constexpr int gates = 4;  // [i, f, z, o], or [i, z, f, o] with forgetGateLast
   bool reverse = false;
   bool bidirectional = false;
   bool forgetGateLast = false;
@@ -46,6 +49,7 @@ struct LSTMOptions {
 };
 
 struct GRUOptions {
+  static constexpr int gates = 3;  // [z, r, o], or [r, z, o] with resetGateFirst
   bool reverse = false;
   bool bidirectional = false;
   bool resetGateFirst = false;

@@ -8,8 +8,9 @@ namespace rnngraph {
 namespace {
 
 template <class S>
-struct GRUCell : CellDefaults<S, 3> {
+struct GRUCell : CellDefaults<S, GRUOptions::gates> {
   static constexpr const char* name = "GRU";
+  static constexpr SavedSequence saved = SavedSequence::outputFwd;  // h_t for hp and hm
   // With the reset gate applied to the recurrent product, dL/dQ_o = dL/dx'_o ⊙ r.
   static constexpr bool separate_recurrent_gradient = true;
   // z ⊙ dh reaches h[t-1] directly, and reset-before's (hm ⊙ r) term through r.
@@ -191,21 +192,6 @@ struct GRUCell : CellDefaults<S, 3> {
 
 }  // namespace
 
-template <class S>
-void gru_forward(const GRUOptions& o, const RNNShape& shape, const ForwardArgs<S>& args) {
-  recurrent_forward(GRUCell<S>(o), shape, o.reverse, args);
-}
-
-template <class S>
-void gru_gradients(const GRUOptions& o, const RNNShape& shape, const GradientArgs<S>& args) {
-  require(args.outputFwd != nullptr, "GRUGradients: outputFwd is required");
-  recurrent_gradients(GRUCell<S>(o), shape, o.reverse, args);
-}
-
-template void gru_forward<float>(const GRUOptions&, const RNNShape&, const ForwardArgs<float>&);
-template void gru_forward<double>(const GRUOptions&, const RNNShape&, const ForwardArgs<double>&);
-template void gru_gradients<float>(const GRUOptions&, const RNNShape&, const GradientArgs<float>&);
-template void gru_gradients<double>(const GRUOptions&, const RNNShape&,
-                                    const GradientArgs<double>&);
+RNNGRAPH_CELL_ENTRY_POINTS(gru, GRUOptions, GRUCell)
 
 }  // namespace rnngraph

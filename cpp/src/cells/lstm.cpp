@@ -8,9 +8,10 @@ namespace rnngraph {
 namespace {
 
 template <class S>
-struct LSTMCell : CellDefaults<S, 4> {
+struct LSTMCell : CellDefaults<S, LSTMOptions::gates> {
   static constexpr const char* name = "LSTM";
   static constexpr bool has_cell_state = true;
+  static constexpr SavedSequence saved = SavedSequence::cellOutputFwd;
   // No outputFwd for the LSTM: its backward steps rebuild h_t = a_o ⊙ act(c_t) from zState and
   // cellOutputFwd (act(c_t) is needed there anyway, for the derivative).
   static constexpr bool rebuilds_states_in_loop = true;
@@ -154,22 +155,6 @@ struct LSTMCell : CellDefaults<S, 4> {
 
 }  // namespace
 
-template <class S>
-void lstm_forward(const LSTMOptions& o, const RNNShape& shape, const ForwardArgs<S>& args) {
-  recurrent_forward(LSTMCell<S>(o), shape, o.reverse, args);
-}
-
-template <class S>
-void lstm_gradients(const LSTMOptions& o, const RNNShape& shape, const GradientArgs<S>& args) {
-  require(args.cellOutputFwd != nullptr, "LSTMGradients: cellOutputFwd is required");
-  recurrent_gradients(LSTMCell<S>(o), shape, o.reverse, args);
-}
-
-template void lstm_forward<float>(const LSTMOptions&, const RNNShape&, const ForwardArgs<float>&);
-template void lstm_forward<double>(const LSTMOptions&, const RNNShape&, const ForwardArgs<double>&);
-template void lstm_gradients<float>(const LSTMOptions&, const RNNShape&,
-                                    const GradientArgs<float>&);
-template void lstm_gradients<double>(const LSTMOptions&, const RNNShape&,
-                                     const GradientArgs<double>&);
+RNNGRAPH_CELL_ENTRY_POINTS(lstm, LSTMOptions, LSTMCell)
 
 }  // namespace rnngraph

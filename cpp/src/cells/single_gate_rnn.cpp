@@ -8,13 +8,13 @@ namespace rnngraph {
 namespace {
 
 template <class S>
-struct SingleGateCell : CellDefaults<S, 1> {
+struct SingleGateCell : CellDefaults<S, SingleGateRNNOptions::gates> {
   static constexpr const char* name = "singleGateRNN";
   // The gradient op gets no outputFwd: each backward step rebuilds h_t = act(zState_t).
   static constexpr bool rebuilds_states_in_loop = true;
   Activation activation;
 
-  explicit SingleGateCell(Activation act) : activation(act) {}
+  explicit SingleGateCell(const SingleGateRNNOptions& o) : activation(o.activation) {}
 
   // z = x_t·Wᵀ + b + hm·Rᵀ (zState), h = act(z).
   void forward_step(const Direction<S>& dir, const ForwardStep<S>& st) const {
@@ -48,25 +48,6 @@ struct SingleGateCell : CellDefaults<S, 1> {
 
 }  // namespace
 
-template <class S>
-void single_gate_rnn_forward(const SingleGateRNNOptions& o, const RNNShape& shape,
-                             const ForwardArgs<S>& args) {
-  recurrent_forward(SingleGateCell<S>(o.activation), shape, o.reverse, args);
-}
-
-template <class S>
-void single_gate_rnn_gradients(const SingleGateRNNOptions& o, const RNNShape& shape,
-                               const GradientArgs<S>& args) {
-  recurrent_gradients(SingleGateCell<S>(o.activation), shape, o.reverse, args);
-}
-
-template void single_gate_rnn_forward<float>(const SingleGateRNNOptions&, const RNNShape&,
-                                             const ForwardArgs<float>&);
-template void single_gate_rnn_forward<double>(const SingleGateRNNOptions&, const RNNShape&,
-                                              const ForwardArgs<double>&);
-template void single_gate_rnn_gradients<float>(const SingleGateRNNOptions&, const RNNShape&,
-                                               const GradientArgs<float>&);
-template void single_gate_rnn_gradients<double>(const SingleGateRNNOptions&, const RNNShape&,
-                                                const GradientArgs<double>&);
+RNNGRAPH_CELL_ENTRY_POINTS(single_gate_rnn, SingleGateRNNOptions, SingleGateCell)
 
 }  // namespace rnngraph

@@ -4,6 +4,7 @@
 //
 // A cell derives from CellDefaults<S, G> and writes only:
 //   static constexpr const char* name;  // the forward op's name, for errors
+//   explicit Cell(const Options&);      // its descriptor options (rnngraph/problem.hpp)
 //   void forward_step(const Direction<S>&, const ForwardStep<S>&) const;
 //   void backward_step(const Direction<S>&, const BackwardStep<S>&, const BackwardViews<S>&) const;
 // The driver computes each step's product Q = hm·R_gᵀ over the cell's recurrent gates before
@@ -16,10 +17,17 @@
 
 namespace rnngraph {
 
+// The forward output a gradient op needs besides zState (SPEC.md section 6).
+enum class SavedSequence { none, outputFwd, cellOutputFwd };
+
 template <class S, int G>
 struct CellDefaults {
   // G: gate blocks in zState, R, W and b (SPEC.md section 3).
   static constexpr int gates = G;
+
+  // What the gradient op requires of the forward op's outputs besides zState: nothing
+  // (the single-gate RNN rebuilds h from zState), outputFwd or cellOutputFwd.
+  static constexpr SavedSequence saved = SavedSequence::none;
 
   // The cell carries a second sequence, c (LSTM): the driver gives each forward step the
   // previous and the new cell (ForwardStep::cp, ::c), stored in the op's cellOutput.

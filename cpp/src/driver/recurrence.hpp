@@ -89,6 +89,11 @@ void recurrent_gradients(const Cell& cell, const RNNShape& s, bool reverse,
   require(a.source && a.recurrentWeight && a.sourceGradient && a.zState && a.sourceGrad &&
               a.recurrentWeightGrad,
           std::string(Cell::name) + ": missing buffer");
+  const std::string gradient_op = std::string(Cell::name) + "Gradients: ";
+  require(Cell::saved != SavedSequence::outputFwd || a.outputFwd,
+          gradient_op + "outputFwd is required");
+  require(Cell::saved != SavedSequence::cellOutputFwd || a.cellOutputFwd,
+          gradient_op + "cellOutputFwd is required");
   FlushDenormals flush;
   const Index TN = s.T * s.N, I = s.I, H = s.H, GH = s.GH(), DGH = s.DGH();
   const Index RGH = cell.recurrent_gates() * H;
@@ -148,3 +153,23 @@ void recurrent_gradients(const Cell& cell, const RNNShape& s, bool reverse,
 }
 
 }  // namespace rnngraph
+
+// A cell's four public entry points (rnngraph/<cell>.hpp): prefix##_forward and
+// prefix##_gradients for float and double, each running the driver with Cell<S>(options).
+#define RNNGRAPH_CELL_ENTRY_POINTS(prefix, Options, Cell)                                      \
+  template <class S>                                                                           \
+  void prefix##_forward(const Options& o, const RNNShape& shape, const ForwardArgs<S>& a) {    \
+    recurrent_forward(Cell<S>(o), shape, o.reverse, a);                                        \
+  }                                                                                            \
+  template <class S>                                                                           \
+  void prefix##_gradients(const Options& o, const RNNShape& shape, const GradientArgs<S>& a) { \
+    recurrent_gradients(Cell<S>(o), shape, o.reverse, a);                                      \
+  }                                                                                            \
+  template void prefix##_forward<float>(const Options&, const RNNShape&,                       \
+                                        const ForwardArgs<float>&);                            \
+  template void prefix##_forward<double>(const Options&, const RNNShape&,                      \
+                                         const ForwardArgs<double>&);                          \
+  template void prefix##_gradients<float>(const Options&, const RNNShape&,                     \
+                                          const GradientArgs<float>&);                         \
+  template void prefix##_gradients<double>(const Options&, const RNNShape&,                    \
+                                           const GradientArgs<double>&);
