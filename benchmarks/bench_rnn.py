@@ -29,7 +29,7 @@ from ceiling import blas_identity, sgemm_ceiling
 from report import RESULTS, table
 from report import ours as ours_entry
 from rows import BY_ID, QUICK_ROWS, ROWS, parse_rows
-from timing import measure, measure_interleaved
+from timing import measure_interleaved
 from tqdm import tqdm
 
 LIBRARIES = ("rnngraph", "torch", "onnxruntime")

@@ -9,8 +9,9 @@ from __future__ import annotations
 import ctypes
 
 import numpy as np
-from rnngraph import _blas  # importing rnngraph loads the library with its CPU detection
 from timing import measure
+
+from rnngraph import _blas  # importing rnngraph loads the library with its CPU detection
 
 ROW_MAJOR, NO_TRANS = 101, 111
 

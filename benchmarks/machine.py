@@ -56,8 +56,9 @@ def versions() -> dict:
     import numpy
     import onnx
     import onnxruntime
-    import rnngraph
     import torch
+
+    import rnngraph
     from rnngraph.config import blas_info
 
     def dist(name):

@@ -12,8 +12,9 @@ computes forward + backward: the saved forward tensors are intermediates of that
 from __future__ import annotations
 
 import numpy as np
-import rnngraph as rg
 from rows import GATES, Row
+
+import rnngraph as rg
 
 
 def _random(rng, shape, scale=1.0):

@@ -47,8 +47,9 @@ def _status_kb(key: str) -> int:
 def measure_point(T: int, N: int, threads: int | None, reps: int) -> dict:
     """Runs inside the subprocess: one point's peak memory and time per step."""
     import ours
-    import rnngraph
     from rows import Row
+
+    import rnngraph
 
     if threads:
         rnngraph.set_num_threads(threads)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import statistics
 import time
 
-
 # Repetitions of a step of 0.25 s or more: BENCHMARKS.md allows as few as 3, but a median of
 # 3 turns on a single slow repetition of a shared machine.
 LARGE_STEP_REPS = 5
