@@ -8,13 +8,13 @@ namespace rnngraph {
 namespace {
 
 template <class S>
-struct SingleGateCell : CellDefaults<S, SingleGateRNNOptions::gates> {
+struct SingleGateRNNCell : CellDefaults<S, SingleGateRNNOptions::gates> {
   static constexpr const char* name = "singleGateRNN";
   // The gradient op gets no outputFwd: each backward step rebuilds h_t = act(zState_t).
   static constexpr bool rebuilds_states_in_loop = true;
   Activation activation;
 
-  explicit SingleGateCell(const SingleGateRNNOptions& o) : activation(o.activation) {}
+  explicit SingleGateRNNCell(const SingleGateRNNOptions& o) : activation(o.activation) {}
 
   // z = x_t·Wᵀ + b + hm·Rᵀ (zState), h = act(z).
   void forward_step(const Direction<S>& dir, const ForwardStep<S>& st) const {
@@ -48,6 +48,6 @@ struct SingleGateCell : CellDefaults<S, SingleGateRNNOptions::gates> {
 
 }  // namespace
 
-RNNGRAPH_CELL_ENTRY_POINTS(single_gate_rnn, SingleGateRNNOptions, SingleGateCell)
+RNNGRAPH_CELL_ENTRY_POINTS(single_gate_rnn, SingleGateRNNOptions, SingleGateRNNCell)
 
 }  // namespace rnngraph
