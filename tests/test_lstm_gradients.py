@@ -1,280 +1,260 @@
-"""LSTMGradients against central differences (float64), SPEC.md section 6.
+"""LSTMGradients (SPEC.md section 6) against central differences (float64) of
+L = Σ h·dy + Σ h_final·dS + Σ c_final·dC through rnngraph's forward op and through the NumPy
+reference: every slot × activation, the option layouts and directions, each cotangent alone,
+the gradient op's irrelevant flags, saturated hardSigmoid. Then: stateGradient as dy at the
+last processed step, the returned list for every combination of given inputs, saved tensors
+fed as arrays, Graph.gradients, a random direction at medium shapes, float32 against float64
+and bidirectional as two unidirectional ops.
 
-Every case compares every returned gradient with central differences of the loss
-L = Σ h·dy + Σ h_final·dS + Σ c_final·dC computed twice: through rnngraph's own forward op
-and through the NumPy reference. Inputs are redrawn until every pre-activation of a relu or
-hardSigmoid is 1e-3 away from its kink (lstm_helpers.draw_inputs), so the finite
-differences are valid; seeds come from the test id, so every run sees the same data.
+``toolkit.make_inputs`` redraws until no relu / hardSigmoid pre-activation lies within
+``KINK_MARGIN`` of a kink, so central differences never straddle one.
 """
+
+from __future__ import annotations
+
+import itertools
 
 import numpy as np
 import pytest
 
-import gradcheck
-import harness
-import lstm_helpers as lh
 import rnngraph as rg
+from toolkit import (
+    ACTIVATIONS,
+    SLOTS,
+    Case,
+    Signals,
+    assert_all_close,
+    assert_close,
+    assert_gradients_close,
+    blas_threads,
+    cases,
+    check_gradients,
+    check_random_direction,
+    float32_and_float64,
+    gradients,
+    loss,
+    make_inputs,
+    numerical_gradients,
+    one_direction,
+    signals,
+)
+
+CELL = "LSTM"
+
+# Every slot × every activation, forward, with both states and a peephole.
+ACTIVATION_CASES = list({
+    case.id: case.param() for case in (
+        Case(CELL, activations={slot: activation}, initState="[N,DH]", initCell="[N,DH]",
+             peephole="[D4H]") for slot in SLOTS[CELL] for activation in ACTIVATIONS)
+}.values())
+OPTION_CASES = cases(
+    CELL,
+    "fwd", "fwd-h0-c0", "fwd-h0-c0-dy", "fwd-h0-peephole", "fwd-c0-peephole",
+    "fwd-forgetGateLast-h0-c0-peephole", "fwd-forgetGateLast-h0-c0-peephole-fracmask",
+    "bi-forgetGateLast-h0-c0-peephole[2,4H]", "bi-h0-c0-peephole[2,4H]", "bi-h0-c0-peephole",
+    "fwd-h0[1,N,DH]-c0[1,N,DH]-peephole", "bi-h0[1,N,DH]-c0[1,N,DH]",
+    # masks
+    "fwd-h0-c0-mask", "fwd-h0-c0-peephole-mask[T,N,1]", "fwd-h0-c0-fracmask",
+    "fwd-h0-c0-peephole-fracmask", "fwd-h0-c0-peephole-mask[T,1,DH]",
+    "fwd-h0-c0-peephole-mask[N,DH]", "fwd-h0-c0-peephole-fracmask[T,N,1]",
+    "bi-h0-c0-peephole[2,4H]-mask", "bi-h0-c0-mask[T,1,1]",
+    # directions
+    "reverse-h0-c0", "reverse-h0-c0-peephole-mask", "bi-h0-c0", "reverse+bi-h0-c0-peephole",
+    # the signal through the final state only, the final cell only, or both
+    "fwd-h0-c0-peephole-dS", "fwd-h0-c0-peephole-dC", "fwd-h0-c0-mask-dS+dC",
+    "reverse-h0-c0-peephole-dS", "reverse-h0-c0-peephole-dC",
+    "bi-h0-c0-peephole[2,4H]-dS", "bi-h0-c0-mask-dC",
+    # no W, no bias
+    "fwd-noW-h0-c0-peephole", "bi-noW-h0-c0-peephole[2,4H]", "fwd-nobias-h0-c0-peephole",
+    "bi-nobias-h0-c0", "reverse-noW-nobias-h0-c0",
+    # sizes
+    "fwd-h0-c0-peephole-T1", "fwd-h0-c0-dC-T1", "bi-h0-c0-peephole[2,4H]-T1",
+    "fwd-h0-c0-mask-N1", "fwd-h0-c0-peephole-I5-H3", "bi-h0-c0-I2-H3",
+    "bi-forgetGateLast-z=relu-o=hardSigmoid-h0[1,N,DH]-c0-peephole[2,4H]-mask[T,N,1]",
+)
+KINKED = {"relu", "hardSigmoid"}
 
 
-@pytest.fixture
-def rng(request):
-    # conftest's rng seeds from hash(nodeid), which is salted per process: use CRC-32.
-    return lh.stable_rng(request.node.nodeid)
+@pytest.mark.parametrize("case", ACTIVATION_CASES + OPTION_CASES)
+def test_gradients_match_finite_differences(case, rng):
+    x = make_inputs(case, rng)
+    sig = signals(case, rng)
+    analytic = gradients(case, x, sig)  # count, SPEC order, shapes, dtypes checked
+    # Every input receives some signal (flat parts of relu / hardSigmoid may cut paths, and
+    # a mask may hide initState altogether).
+    smooth = not KINKED & set(case.slot_activations.values())
+    hidden = ("initState",) if case.mask else ()
+    for label, value in analytic.items():
+        if label in ("source", "recurrentWeight") or smooth and label not in hidden:
+            assert np.any(value != 0), f"{case.id}: d{label} is zero"
+    check_gradients(case, x, sig, analytic)
 
 
-def case(id, desc=None, signal="dy+dS+dC", flags=None, **inputs):
-    """desc: LSTMDescriptor properties; signal: which cotangents are non-zero; flags:
-    run_gradients options (forward produceCell, gradient-op training/produceCell)."""
-    return pytest.param(desc or {}, inputs, signal, flags or {}, id=f"{id}-{signal}")
+def flag_case(text, forward_produce_cell, training, produce_cell):
+    """A case with the forward op's produceCell and the gradient op's training, produceCell."""
+    def tf(flag):
+        return "FT"[flag]
+    flags = (forward_produce_cell, training, produce_cell)
+    return pytest.param(Case.parse(CELL, text), flags, id=f"{text}-forward[produceCell="
+                        f"{tf(flags[0])}]-gradient[training={tf(flags[1])},produceCell="
+                        f"{tf(flags[2])}]")
 
 
-ACTIVATION_CASES = [
-    case(f"{slot}={act}", {slot: getattr(rg.RNNActivation, act)}, peephole="[D4H]")
-    for slot in lh.SLOTS for act in lh.ACTIVATIONS
-]
-
-BI = {"bidirectional": True}
-FLAG_CASES = [
-    case("defaults"),
-    case("defaults", signal="dy"),
-    case("forgetGateLast", {"forgetGateLast": True}, peephole="[D4H]"),
-    case("forgetGateLast-bidirectional-peephole[2,4H]", {"forgetGateLast": True, **BI},
-         peephole="[2,4H]"),
-    case("peephole[4H]", peephole="[D4H]"),
-    case("bidirectional-peephole[2,4H]", BI, peephole="[2,4H]"),
-    case("bidirectional-peephole[8H]", BI, peephole="[D4H]"),
-    case("mask[T,N,H]", mask="[T,N,DH]"),
-    case("mask[T,N,1]-peephole", mask="[T,N,1]", peephole="[D4H]"),
-    case("mask-fractional", mask="fractional[T,N,DH]"),
-    case("bidirectional-mask[T,N,2H]-peephole[2,4H]", BI, mask="[T,N,DH]", peephole="[2,4H]"),
-    case("bidirectional-mask[T,1,1]", BI, mask="[T,1,1]"),
-    case("reverse", {"reverse": True}),
-    case("reverse-mask-peephole", {"reverse": True}, mask="[T,N,DH]", peephole="[D4H]"),
-    case("bidirectional", BI),
-    case("bidirectional-reverse", {"reverse": True, **BI}, peephole="[D4H]"),
-    case("initState-initCell[1,N,H]", initState="[1,N,DH]", initCell="[1,N,DH]",
-         peephole="[D4H]"),
-    case("bidirectional-initState-initCell[1,N,2H]", BI, initState="[1,N,DH]",
-         initCell="[1,N,DH]"),
-    case("no-initState", initState=None, peephole="[D4H]"),
-    case("no-initCell", initCell=None, peephole="[D4H]"),
-    case("no-initState-no-initCell", initState=None, initCell=None),
-    # Gradient through the final state only / the final cell only (zero sourceGradient).
-    case("final-state-only", signal="dS", peephole="[D4H]"),
-    case("final-cell-only", signal="dC", peephole="[D4H]"),
-    case("final-state-and-cell", signal="dS+dC", mask="[T,N,DH]"),
-    case("reverse-final-state-only", {"reverse": True}, signal="dS", peephole="[D4H]"),
-    case("reverse-final-cell-only", {"reverse": True}, signal="dC", peephole="[D4H]"),
-    case("bidirectional-final-state-only", BI, signal="dS", peephole="[2,4H]"),
-    case("bidirectional-final-cell-only", BI, signal="dC", mask="[T,N,DH]"),
-    case("no-W", inputWeight=False, peephole="[D4H]"),
-    case("bidirectional-no-W", BI, inputWeight=False, peephole="[2,4H]"),
-    case("no-bias", bias=False, peephole="[D4H]"),
-    case("bidirectional-no-bias", BI, bias=False),
-    case("no-W-no-bias-reverse", {"reverse": True}, inputWeight=False, bias=False),
-    case("T=1", T=1, peephole="[D4H]"),
-    case("T=1", T=1, signal="dC"),
-    case("bidirectional-T=1", BI, T=1, peephole="[2,4H]"),
-    case("N=1", N=1, mask="[T,N,DH]"),
-    case("I=5-H=3", I=5, H=3, peephole="[D4H]"),
-    case("I=2-H=3-bidirectional", BI, I=2, H=3),
-    # The forward that fed the gradient op, and the gradient op's own (irrelevant) flags.
-    case("fwd[produceCell=F,training=T]-grad[training=F,produceCell=F]",
-         flags=dict(forward_produceCell=False, gradient_training=False,
-                    gradient_produceCell=False), peephole="[D4H]"),
-    case("fwd[produceCell=T,training=T]-grad[training=T,produceCell=T]",
-         flags=dict(forward_produceCell=True, gradient_training=True,
-                    gradient_produceCell=True), peephole="[D4H]"),
-    case("fwd[produceCell=F,training=T]-grad[training=T,produceCell=F]",
-         flags=dict(forward_produceCell=False, gradient_training=True,
-                    gradient_produceCell=False), mask="[T,N,DH]"),
-    case("bidirectional-fwd[produceCell=T,training=T]-grad[training=F,produceCell=T]", BI,
-         flags=dict(forward_produceCell=True, gradient_training=False,
-                    gradient_produceCell=True), peephole="[2,4H]"),
-    case("everything-bidirectional-forgetGateLast-hardSigmoid-relu",
-         {"forgetGateLast": True, "outputGateActivation": rg.RNNActivation.hardSigmoid,
-          "cellGateActivation": rg.RNNActivation.relu, **BI},
-         peephole="[2,4H]", mask="[T,N,1]", initState="[1,N,DH]"),
-]
+# SPEC section 6: the gradient op's training flag is irrelevant, and so is produceCell on
+# either op.
+@pytest.mark.parametrize("case, flags", [
+    flag_case("fwd-h0-c0-peephole", False, False, False),
+    flag_case("fwd-h0-c0-peephole", True, True, True),
+    flag_case("fwd-h0-c0-mask", False, True, False),
+    flag_case("bi-h0-c0-peephole[2,4H]", True, False, True)])
+def test_gradient_op_flags_do_not_matter(case, flags, rng):
+    forward_produce_cell, training, produce_cell = flags
+    x = make_inputs(case, rng)
+    sig = signals(case, rng)
+    analytic = gradients(case, x, sig, forward_overrides={"produceCell": forward_produce_cell},
+                         training=training, produceCell=produce_cell)
+    check_gradients(case, x, sig, analytic)
 
 
-def check_against_finite_differences(x, desc, dy, dS, dC, analytic, where):
-    H = x["recurrentWeight"].shape[-1]
-    differentiable = {k: v for k, v in x.items() if k in lh.DIFFERENTIABLE}
-    assert set(analytic) == set(differentiable)
-    for use_reference in (False, True):
-        loss = harness.loss_function("LSTM", desc, H, dy, dS, dC, use_reference=use_reference)
-        numeric = gradcheck.numerical_gradients(lambda a: loss({**x, **a}), differentiable)
-        gradcheck.assert_gradients_close(
-            analytic, numeric, f"{where} ({'reference' if use_reference else 'rnngraph'} FD)")
+@pytest.mark.parametrize("case", [
+    Case(CELL, activations={slot: "hardSigmoid"}, initState="[N,DH]", initCell="[N,DH]",
+         peephole="[D4H]", T=4).param() for slot in SLOTS[CELL]])
+def test_hard_sigmoid_saturated_and_linear(case, rng):
+    """Some pre-activations of the hardSigmoid slot lie beyond ±2.5 (flat: zero derivative,
+    SPEC section 2), some inside."""
+    ((slot, _),) = case.activations
+    x = make_inputs(case, rng, scale=1.5, accept=lambda pre: np.any(np.abs(pre[slot]) > 2.5)
+                    and np.any(np.abs(pre[slot]) < 2.5))
+    sig = signals(case, rng)
+    check_gradients(case, x, sig, gradients(case, x, sig))
 
 
-@pytest.mark.parametrize("desc_flags, inputs, signal, flags", ACTIVATION_CASES + FLAG_CASES)
-def test_gradients_match_finite_differences(desc_flags, inputs, signal, flags, rng, request):
-    desc = rg.LSTMDescriptor(**desc_flags)
-    x = lh.draw_inputs(rng, desc, **inputs)
-    dy, dS, dC = lh.cotangents(rng, x, desc, signal)
-    analytic = lh.run_gradients(x, desc, dy, dS, dC, **flags)
-    # Some signal reaches every input (a dropped stateGradient/cellGradient would show here
-    # and in the comparison below).
-    assert np.any(analytic["recurrentWeight"] != 0)
-    check_against_finite_differences(x, desc, dy, dS, dC, analytic, request.node.callspec.id)
+@pytest.mark.parametrize("case", cases(CELL, *(f"{d}-h0-c0-peephole-dS"
+                                              for d in ("fwd", "reverse", "bi", "reverse+bi"))))
+def test_state_gradient_enters_at_the_last_processed_step(case, rng):
+    """SPEC sections 4 and 6: stateGradient is dL/d(final state), out[T-1] forward and out[0]
+    reverse (and the reverse half of bidirectional). As sourceGradient at exactly those
+    steps it gives the same gradients."""
+    x = make_inputs(case, rng)
+    sig = signals(case, rng)
+    dy = np.zeros_like(sig.dy)
+    for d, reverse in enumerate((False, True) if case.bidirectional else (case.reverse,)):
+        columns = slice(d * case.H, (d + 1) * case.H)
+        dy[0 if reverse else -1, :, columns] = sig.dS[:, columns]
+    via_state = gradients(case, x, sig)
+    assert_all_close(gradients(case, x, Signals(dy)), via_state, "float64", case.id)
+    assert np.any(via_state["source"][-1 if case.reverse else 0] != 0)  # it reached back
 
 
-@pytest.mark.parametrize("slot", lh.SLOTS)
-def test_hard_sigmoid_saturated_region(slot, rng):
-    # Larger inputs push some pre-activations of the hardSigmoid slot beyond ±2.5, where
-    # the activation is flat: the gradient there must be 0 (SPEC.md section 2).
-    desc = rg.LSTMDescriptor(**{slot: rg.RNNActivation.hardSigmoid})
-
-    def saturated_and_linear(pre):
-        values = np.abs(pre["hardSigmoid"])
-        return np.any(values > 2.5) and np.any(values < 2.5)
-
-    x = lh.draw_inputs(rng, desc, accept=saturated_and_linear, scale=1.5, peephole="[D4H]",
-                       T=4)
-    dy, dS, dC = lh.cotangents(rng, x, desc, "dy+dS+dC")
-    analytic = lh.run_gradients(x, desc, dy, dS, dC)
-    check_against_finite_differences(x, desc, dy, dS, dC, analytic,
-                                     f"hardSigmoid-saturated-{slot}")
+RETURNED_LIST_CASES = [
+    Case(CELL, direction, inputWeight=w, bias=b, peephole=p, initState=h0, initCell=c0, I=5,
+         H=4).param()
+    for direction, w, b, p, h0, c0 in itertools.product(
+        ("fwd", "bi"), (True, False), (True, False), (None, "[D4H]"), (None, "[1,N,DH]"),
+        (None, "[N,DH]"))]
 
 
-@pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
-def test_state_gradient_enters_at_the_last_processed_step(direction, rng):
-    # SPEC.md sections 4 and 6: stateGradient is dL/d(final state), the state at out[T-1]
-    # (forward) or out[0] (reverse, and the reverse half when bidirectional). Feeding it
-    # as sourceGradient at exactly those steps must give identical gradients.
-    desc = rg.LSTMDescriptor(reverse=direction == "reverse",
-                             bidirectional=direction == "bidirectional")
-    x = lh.draw_inputs(rng, desc, peephole="[D4H]")
-    T, N, DH = x["source"].shape[0], x["source"].shape[1], x["initState"].shape[1]
-    H = DH // lh.num_directions(desc)
-    dS = rng.standard_normal((N, DH))
-    via_state = lh.run_gradients(x, desc, np.zeros((T, N, DH)), stateGradient=dS)
-    dy = np.zeros((T, N, DH))
-    if direction == "bidirectional":
-        dy[T - 1, :, :H], dy[0, :, H:] = dS[:, :H], dS[:, H:]
-    else:
-        dy[0 if direction == "reverse" else T - 1] = dS
-    via_source = lh.run_gradients(x, desc, dy)
-    for label in via_state:
-        np.testing.assert_allclose(via_state[label], via_source[label], rtol=1e-12,
-                                   atol=1e-12, err_msg=label)
-
-
-@pytest.mark.parametrize("bidirectional", [False, True], ids=["uni", "bi"])
-def test_returned_gradients_follow_the_given_inputs(bidirectional, rng):
-    # SPEC.md section 6: one gradient per given input, in the order source, recurrentWeight,
-    # inputWeight, bias, peephole, initState, initCell (run_gradients checks count, order by
-    # shape and dtype); gradients of present inputs do not change when others are omitted
-    # as long as the omitted ones were zero (bias, states, peephole).
-    desc = rg.LSTMDescriptor(bidirectional=bidirectional)
-    x = lh.make_inputs(rng, bidirectional=bidirectional, peephole="[2,4H]" if bidirectional
-                       else "[D4H]", initState="[1,N,DH]", initCell="[N,DH]")
-    for label in ("bias", "peephole", "initState", "initCell"):
-        x[label] = np.zeros_like(x[label])
-    dy, dS, dC = lh.cotangents(rng, x, desc, "dy+dS+dC")
-    full = lh.run_gradients(x, desc, dy, dS, dC)
-    assert list(full) == list(lh.RETURNED)
-    for omitted in (("bias",), ("peephole",), ("initState", "initCell"),
-                    ("bias", "peephole", "initState", "initCell")):
-        some = {k: v for k, v in x.items() if k not in omitted}
-        got = lh.run_gradients(some, desc, dy, dS, dC)
-        assert list(got) == [k for k in lh.RETURNED if k not in omitted]
-        for label in got:
-            np.testing.assert_allclose(got[label], full[label], rtol=1e-12, atol=1e-12,
-                                       err_msg=f"without {omitted}: d{label}")
+@pytest.mark.parametrize("case", RETURNED_LIST_CASES)
+def test_returned_list_follows_the_given_inputs(case, rng):
+    """One gradient per given input in SPEC order (source, recurrentWeight, inputWeight, bias,
+    peephole, initState, initCell), none for the mask or the cotangents, each shaped like its
+    input (the runner checks it); values equal those with bias, peephole and states given as
+    the zeros their absence means."""
+    x = make_inputs(case, rng)
+    sig = signals(case, rng)
+    got = gradients(case, x, sig)
+    assert list(got) == list(case.returned)
+    full_case = case.but(bias=True, peephole="[D4H]", initState="[N,DH]", initCell="[N,DH]")
+    zeros = {"bias": np.zeros(case.D * 4 * case.H), "peephole": np.zeros(case.D * 4 * case.H),
+             "initState": np.zeros((case.N, case.DH)), "initCell": np.zeros((case.N, case.DH))}
+    full = zeros | {k: v.reshape(zeros[k].shape) if k in zeros else v for k, v in x.items()}
+    baseline = gradients(full_case, full, sig, wired=False)
+    for label, value in got.items():
+        assert_close(value, baseline[label].reshape(value.shape), "float64", label)
 
 
 def test_saved_tensors_fed_as_arrays_give_the_same_gradients(rng):
-    # The forward in one run, its saved h/c/zState fed back as placeholders into a separate
-    # gradient graph (harness.gradients), equals wiring both ops in one graph.
-    desc = rg.LSTMDescriptor(bidirectional=True, forgetGateLast=True)
-    x = lh.make_inputs(rng, bidirectional=True, peephole="[2,4H]", mask="[T,N,1]",
-                       initCell="[1,N,DH]")
-    dy, dS, dC = lh.cotangents(rng, x, desc, "dy+dS+dC")
-    wired = lh.run_gradients(x, desc, dy, dS, dC)
-    fed = harness.gradients("LSTM", x, desc, dy, dS, dC)
-    assert list(fed) == list(wired)
-    for label in wired:
-        np.testing.assert_allclose(fed[label], wired[label], rtol=1e-12, atol=1e-12,
-                                   err_msg=label)
+    """The forward run alone, its h / c / zState fed back as arrays, equals both ops wired in
+    one graph."""
+    case = Case(CELL, "bi", forgetGateLast=True, initState="[N,DH]", initCell="[1,N,DH]",
+                peephole="[2,4H]", mask="[T,N,1]")
+    x = make_inputs(case, rng)
+    sig = signals(case, rng)
+    wired = gradients(case, x, sig)
+    assert_all_close(gradients(case, x, sig, wired=False), wired, "float64", case.id)
 
 
 @pytest.mark.parametrize("training", [False, True], ids=["training=F", "training=T"])
-@pytest.mark.parametrize("bidirectional", [False, True], ids=["uni", "bi"])
-def test_graph_gradients_of_h_through_lstm(bidirectional, training, rng):
-    # Graph.gradients(of=h) differentiates sum(h) through LSTMGradients (with a training
-    # twin of the forward op when training=False); compared with central differences.
-    desc = rg.LSTMDescriptor(bidirectional=bidirectional, training=training,
-                             produceCell=True)
-    x = lh.make_inputs(rng, bidirectional=bidirectional, peephole="[D4H]", mask="[T,N,DH]")
+@pytest.mark.parametrize("case", cases(CELL, "fwd-h0-c0-peephole-mask-dy",
+                                       "bi-h0-c0-peephole-mask-dy"))
+def test_graph_gradients_of_h(case, training, rng):
+    """Graph.gradients(of=h) differentiates Σ h through LSTMGradients (with a training twin
+    of the forward op when training=False); against central differences of the reference."""
+    x = make_inputs(case, rng)
     g = rg.Graph()
     ph = {k: g.placeholder(shape=v.shape, dataType=rg.float64, name=k) for k, v in x.items()}
-    inputs = {k: v for k, v in ph.items() if k != "source"}
-    h = g.LSTM(ph["source"], **inputs, descriptor=desc)[0]
-    wanted = [k for k in lh.RETURNED if k in x]
-    grads = g.gradients(of=h, with_=[ph[k] for k in wanted])
-    out = g.run(feeds={ph[k]: v for k, v in x.items()}, targetTensors=list(grads.values()))
-    analytic = {k: out[grads[ph[k]]] for k in wanted}
-    H = x["recurrentWeight"].shape[-1]
-    loss = harness.loss_function("LSTM", desc, H, np.ones_like(lh.run_forward(x, desc)["h"]),
-                                 use_reference=True)
-    numeric = gradcheck.numerical_gradients(lambda a: loss({**x, **a}),
-                                            {k: x[k] for k in wanted})
-    gradcheck.assert_gradients_close(analytic, numeric,
-                                     f"Graph.gradients LSTM bi={bidirectional} "
-                                     f"training={training}")
+    h = g.LSTM(ph["source"], **{k: v for k, v in ph.items() if k != "source"},
+               descriptor=case.descriptor(training=training, produceCell=True))[0]
+    grads = g.gradients(of=h, with_=[ph[k] for k in case.returned])
+    result = g.run(feeds={ph[k]: v for k, v in x.items()}, targetTensors=list(grads.values()))
+    analytic = {k: result[grads[ph[k]]] for k in case.returned}
+    through = loss(case, Signals(np.ones((case.T, case.N, case.DH))), through="reference")
+    numeric = numerical_gradients(lambda a: through({**x, **a}),
+                                  {k: x[k] for k in case.returned})
+    assert_gradients_close(analytic, numeric, f"Graph.gradients {case.id} training={training}")
 
 
-def test_random_direction_medium_bidirectional(rng):
-    # T=12, N=6, I=10, H=16, bidirectional, peephole, mask, non-zero states, all signals.
-    desc = rg.LSTMDescriptor(bidirectional=True)
-    x = lh.make_inputs(rng, bidirectional=True, T=12, N=6, I=10, H=16, peephole="[2,4H]",
-                       mask="[T,N,DH]", scale=0.3)
-    dy, dS, dC = lh.cotangents(rng, x, desc, "dy+dS+dC")
-    analytic = lh.run_gradients(x, desc, dy, dS, dC)
-    differentiable = {k: v for k, v in x.items() if k in lh.DIFFERENTIABLE}
-    for use_reference in (False, True):
-        loss = harness.loss_function("LSTM", desc, 16, dy, dS, dC, use_reference=use_reference)
-        gradcheck.random_direction_check(lambda a: loss({**x, **a}), analytic, differentiable,
-                                         rng, where="LSTM T=12 N=6 I=10 H=16 bi peephole mask")
+@pytest.mark.parametrize("case", cases(
+    CELL, "bi-h0-c0-peephole[2,4H]-mask-T12-N6-I10-H16",
+    "reverse-forgetGateLast-act=sigmoid-h0[1,N,DH]-c0-peephole-mask[T,N,1]-T10-N5-I7-H12"))
+def test_random_direction_medium_shape(case, rng):
+    """The directional derivative along one random direction, through rnngraph and the
+    reference."""
+    x = make_inputs(case, rng, scale=0.3)
+    sig = signals(case, rng)
+    analytic = gradients(case, x, sig)
+    for through in ("rnngraph", "reference"):
+        check_random_direction(case, x, sig, analytic, rng, through=through)
 
 
-def test_random_direction_medium_reverse_forget_gate_last(rng):
-    desc = rg.LSTMDescriptor(reverse=True, forgetGateLast=True,
-                             activation=rg.RNNActivation.sigmoid)
-    x = lh.make_inputs(rng, T=10, N=5, I=7, H=12, peephole="[D4H]", mask="[T,N,1]",
-                       initState="[1,N,DH]", scale=0.3)
-    dy, dS, dC = lh.cotangents(rng, x, desc, "dy+dS+dC")
-    analytic = lh.run_gradients(x, desc, dy, dS, dC)
-    differentiable = {k: v for k, v in x.items() if k in lh.DIFFERENTIABLE}
-    loss = harness.loss_function("LSTM", desc, 12, dy, dS, dC, use_reference=True)
-    gradcheck.random_direction_check(lambda a: loss({**x, **a}), analytic, differentiable, rng,
-                                     where="LSTM T=10 N=5 I=7 H=12 reverse forgetGateLast")
+@pytest.mark.parametrize("case", [
+    Case(CELL, direction, activations, initState="[N,DH]", initCell="[N,DH]", peephole="[D4H]",
+         mask="[T,N,DH]", T=6, N=3, I=4, H=4).param()
+    for direction, activations in itertools.product(
+        ("fwd", "reverse", "bi"), ({}, {"z": "relu", "o": "hardSigmoid"}))])
+def test_float32_close_to_float64(case, rng):
+    """The same (float32-representable) inputs and cotangents in both dtypes, 1e-4 from
+    kinks, so no derivative flips between them."""
+    x32, x64 = float32_and_float64(case, rng, scale=0.5, margin=1e-4)
+    sig32 = signals(case.but(dtype="float32"), rng)
+    sig64 = Signals(*(None if s is None else s.astype(np.float64) for s in sig32))
+    grads32 = gradients(case.but(dtype="float32"), x32, sig32)
+    grads64 = gradients(case, x64, sig64)
+    assert_all_close(grads32, grads64, "float32_gradients", case.id)
+    assert np.any(grads32["recurrentWeight"] != grads64["recurrentWeight"])  # float32 really
 
 
-# float32 against float64 gradients on the same data. Backward accumulates over T = 6 steps
-# and sums over N, T for the weight gradients (up to N·T = 18 terms of O(1) products), so
-# float32 errors reach ~(I + H + N·T)·u·max|grad| ~ 1e-6·max|grad| (observed <= 3e-6 over
-# 40 draws); 1e-4 relative to the largest gradient entry leaves a wide margin and still
-# catches any real float32 defect (those show up at 1e-3 and above).
-FLOAT32_GRADIENT_RTOL = 1e-4
-
-
-@pytest.mark.parametrize("bidirectional", [False, True], ids=["uni", "bi"])
-def test_float32_gradients_match_float64(bidirectional, rng):
-    desc = rg.LSTMDescriptor(bidirectional=bidirectional)
-    x32 = lh.make_inputs(rng, bidirectional=bidirectional, T=6, N=3, I=4, H=4,
-                         peephole="[D4H]", mask="[T,N,DH]", scale=0.5, dtype=np.float32)
-    x64 = {k: v.astype(np.float64) for k, v in x32.items()}
-    dy, dS, dC = lh.cotangents(rng, x32, desc, "dy+dS+dC")
-    g32 = lh.run_gradients(x32, desc, dy, dS, dC)
-    g64 = lh.run_gradients(x64, desc, dy.astype(np.float64), dS.astype(np.float64),
-                           dC.astype(np.float64))
-    for label in g64:
-        assert g32[label].dtype == np.float32
-        error = gradcheck.relative_error(g32[label], g64[label])
-        assert error < FLOAT32_GRADIENT_RTOL, (
-            f"d{label}: float32 vs float64 differ by {error:.2e} (max abs diff "
-            f"{lh.max_abs_diff(g32[label], g64[label]):.2e})")
+@pytest.mark.parametrize("threads", [1, 2])
+def test_bidirectional_is_two_independent_directions(threads, rng):
+    """At a medium shape, with 1 and 2 threads: each direction's blocks of every gradient are
+    the gradients of a unidirectional op on its blocks; dsource is their sum."""
+    case = Case(CELL, "bi", initState="[N,DH]", initCell="[N,DH]", peephole="[2,4H]",
+                mask="[T,N,DH]", T=12, N=16, I=24, H=32)
+    x = make_inputs(case, rng, scale=0.5, weight_scale=0.8 / np.sqrt(case.H))
+    sig = signals(case, rng)
+    H, GH = case.H, 4 * case.H
+    with blas_threads(threads):
+        both = gradients(case, x, sig)
+        dsource = np.zeros_like(x["source"])
+        for d in (0, 1):
+            rows, columns = slice(d * GH, (d + 1) * GH), slice(d * H, (d + 1) * H)
+            half, half_x = one_direction(case, x, d)
+            one = gradients(half, half_x, Signals(*(s[..., columns] for s in sig)))
+            blocks = {"recurrentWeight": both["recurrentWeight"][d],
+                      "inputWeight": both["inputWeight"][rows], "bias": both["bias"][rows],
+                      "peephole": both["peephole"][d], "initState": both["initState"][:, columns],
+                      "initCell": both["initCell"][:, columns]}
+            assert_all_close(blocks, {k: v for k, v in one.items() if k != "source"},
+                             "float64_medium", half.direction)
+            dsource += one["source"]
+        assert_close(both["source"], dsource, "float64_medium", "source")
