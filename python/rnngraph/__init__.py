@@ -5,16 +5,16 @@ from rnngraph import _blas
 
 _blas.load()  # rnngraph's own OpenBLAS, before the compiled core binds to it
 
-from rnngraph.activation import RNNActivation  # noqa: E402
-from rnngraph.config import get_num_threads, set_num_threads, show_config  # noqa: E402
-from rnngraph.descriptors import (  # noqa: E402
+from rnngraph.activation import RNNActivation
+from rnngraph.config import get_num_threads, set_num_threads, show_config
+from rnngraph.descriptors import (
     GRUDescriptor,
     LSTMDescriptor,
     SingleGateRNNDescriptor,
 )
-from rnngraph.dtypes import DataType, float32, float64  # noqa: E402
-from rnngraph.graph import Graph  # noqa: E402
-from rnngraph.tensor import Tensor  # noqa: E402
+from rnngraph.dtypes import DataType, float32, float64
+from rnngraph.graph import Graph
+from rnngraph.tensor import Tensor
 
 __version__ = "0.1.0"
 

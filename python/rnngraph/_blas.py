@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -24,11 +25,12 @@ OVERRIDE_VARIABLE = "RNNGRAPH_OPENBLAS_CORETYPE"
 def library_path() -> Path:
     import scipy_openblas32  # importing it loads the library: only inside load()
 
-    return Path(scipy_openblas32.get_lib_dir()) / scipy_openblas32.get_library(fullname=True)
+    library: str = scipy_openblas32.get_library(fullname=True)
+    return Path(scipy_openblas32.get_lib_dir()) / library
 
 
 @contextmanager
-def _coretype_for_rnngraph():
+def _coretype_for_rnngraph() -> Iterator[None]:
     saved = os.environ.get(CORETYPE_VARIABLE)
     override = os.environ.get(OVERRIDE_VARIABLE)
     try:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import importlib
 import os
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from rnngraph import _core as baseline
 
@@ -25,13 +27,14 @@ def _available(level: str) -> bool:
     return True
 
 
-def supported_levels() -> list:
+def supported_levels() -> list[str]:
     """Kernel levels built into this install and runnable on this CPU, best first."""
     levels = [lvl for lvl in LEVELS if baseline.cpu_supports(lvl) and _available(lvl)]
     return levels + ["baseline"]
 
 
-def load(level: str):
+def load(level: str) -> ModuleType:
+    """The compiled core of ``level`` ('baseline', 'avx2' or 'avx512')."""
     if level == "baseline":
         return baseline
     if level not in LEVELS:
@@ -41,9 +44,15 @@ def load(level: str):
     return importlib.import_module(f"rnngraph._core_{level}")
 
 
-def _choose():
+def _choose() -> ModuleType:
     forced = os.environ.get(VARIABLE)
     return load(forced) if forced else load(supported_levels()[0])
 
 
-core = _choose()
+if TYPE_CHECKING:
+    # Every level's module has _core's API (their stubs re-export _core's).
+    from rnngraph import _core as core
+else:
+    core = _choose()
+
+__all__ = ["LEVELS", "VARIABLE", "core", "load", "supported_levels"]

@@ -15,7 +15,7 @@ class RNNActivation(enum.IntEnum):
     hardSigmoid = 4
 
 
-def as_activation(value, where: str) -> RNNActivation:
+def as_activation(value: object, where: str) -> RNNActivation:
     """Accept an RNNActivation or its raw value 0..4; anything else is an error."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{where}: expected an RNNActivation, got {value!r}")

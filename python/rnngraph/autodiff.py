@@ -8,27 +8,40 @@ the walk starts from a tensor of ones, as MPSGraph does.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from rnngraph.ops.recurrent import forward_op, gradient_op
 
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
 
-def _ones_like(graph, t):
+    from rnngraph.graph import Graph, Operation
+    from rnngraph.tensor import Tensor
+
+    # d(sum(of))/d(tensor) for the tensors reached so far.
+    Cotangents = dict[Tensor, Tensor]
+    # An op kind's rule: (graph, op, cotangents) -> {input label: its gradient}.
+    Rule = Callable[[Graph, Operation, Cotangents], dict[str, Tensor]]
+
+
+def _ones_like(graph: Graph, t: Tensor) -> Tensor:
     return graph._add("onesLike", None, {"x": t}, lambda a: [np.ones_like(a["x"])],
                       [("", t.shape, t.dataType)])[0]
 
 
-def _zeros_like(graph, t):
+def _zeros_like(graph: Graph, t: Tensor) -> Tensor:
     return graph._add("zerosLike", None, {"x": t}, lambda a: [np.zeros_like(a["x"])],
                       [("", t.shape, t.dataType)])[0]
 
 
-def _add(graph, a, b):
+def _add(graph: Graph, a: Tensor, b: Tensor) -> Tensor:
     return graph._add("add", None, {"x": a, "y": b}, lambda v: [v["x"] + v["y"]],
                       [("", a.shape, a.dataType)])[0]
 
 
-def _rnn_rule(graph, op, cotangent):
+def _rnn_rule(graph: Graph, op: Operation, cotangent: Cotangents) -> dict[str, Tensor]:
     """d(inputs) of an RNN forward op, through its gradient op."""
     spec, descriptor = op.attrs["spec"], op.attrs["descriptor"]
     outputs = dict(zip(op.attrs["outputs"], op.outputs))
@@ -57,12 +70,12 @@ def _rnn_rule(graph, op, cotangent):
     return dict(zip(returned, grads))
 
 
-def _add_rule(graph, op, cotangent):
+def _add_rule(graph: Graph, op: Operation, cotangent: Cotangents) -> dict[str, Tensor]:
     g = cotangent[op.outputs[0]]
     return {"x": g, "y": g}
 
 
-RULES = {
+RULES: dict[str, Rule] = {
     "singleGateRNN": _rnn_rule,
     "LSTM": _rnn_rule,
     "GRU": _rnn_rule,
@@ -72,7 +85,7 @@ RULES = {
 }
 
 
-def gradients(graph, of, with_) -> dict:
+def gradients(graph: Graph, of: Tensor, with_: Iterable[Tensor]) -> dict[Tensor, Tensor]:
     of = graph._own(of, "gradients: of")
     targets = [graph._own(t, "gradients: with_") for t in with_]
     cotangent = {of: _ones_like(graph, of)}
@@ -83,6 +96,7 @@ def gradients(graph, of, with_) -> dict:
         if rule is None:
             raise NotImplementedError(f"gradients: no gradient rule for {op.kind} ops")
         for label, grad in rule(graph, op, cotangent).items():
-            source = op.inputs[label]
-            cotangent[source] = grad if source not in cotangent else _add(graph, cotangent[source], grad)
+            source = op.inputs[label]  # a given input: rules return no gradient for None
+            cotangent[source] = (  # type: ignore[index]
+                grad if source not in cotangent else _add(graph, cotangent[source], grad))
     return {t: cotangent[t] if t in cotangent else _zeros_like(graph, t) for t in targets}

@@ -4,13 +4,19 @@ against finite differences, and time a training step."""
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 import rnngraph as rg
 
+if TYPE_CHECKING:
+    from numpy.typing import DTypeLike, NDArray
 
-def build(T, N, I, H, dtype):
+
+def build(T: int, N: int, I: int, H: int, dtype: rg.DataType
+          ) -> tuple[rg.Graph, tuple[rg.Tensor, ...], rg.Tensor, list[rg.Tensor]]:
     """An LSTM graph with its gradient op: returns (graph, placeholders, outputs, gradients)."""
     g = rg.Graph()
     x = g.placeholder(shape=(T, N, I), dataType=dtype, name="x")
@@ -25,11 +31,14 @@ def build(T, N, I, H, dtype):
     return g, (x, R, W, b, dy), h, grads
 
 
-def random_feeds(placeholders, rng, dtype):
-    return {p: (0.5 * rng.standard_normal(p.shape)).astype(dtype) for p in placeholders}
+def random_feeds(placeholders: Iterable[rg.Tensor], rng: np.random.Generator,
+                 dtype: DTypeLike) -> dict[rg.Tensor, NDArray[Any]]:
+    # The demo's placeholders have fully known shapes (no None).
+    return {p: (0.5 * rng.standard_normal(p.shape)).astype(dtype)  # type: ignore[arg-type]
+            for p in placeholders}
 
 
-def finite_difference_check(rng) -> float:
+def finite_difference_check(rng: np.random.Generator) -> float:
     """Worst relative error of dL/dR against central differences, L = Σ h·dy (float64)."""
     T, N, I, H = 4, 2, 3, 3
     g, placeholders, h, grads = build(T, N, I, H, rg.float64)
@@ -49,8 +58,9 @@ def finite_difference_check(rng) -> float:
     return float(np.max(np.abs(analytic - numeric)) / max(1.0, np.max(np.abs(numeric))))
 
 
-def time_training_step(rng, T=50, N=32, I=256, H=256, repeats=10):
-    g, placeholders, h, grads = build(T, N, I, H, rg.float32)
+def time_training_step(rng: np.random.Generator, T: int = 50, N: int = 32, I: int = 256,
+                       H: int = 256, repeats: int = 10) -> tuple[float, float]:
+    g, placeholders, _, grads = build(T, N, I, H, rg.float32)
     feeds = random_feeds(placeholders, rng, np.float32)
     g.run(feeds=feeds, targetTensors=grads)  # warm-up
     times = []

@@ -7,17 +7,26 @@ so changing a descriptor afterwards never affects ops already built.
 from __future__ import annotations
 
 import copy
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rnngraph.activation import RNNActivation, as_activation
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 
 class _Descriptor:
     """Shared machinery: typed, validated properties and copying."""
 
-    _flags: tuple[str, ...] = ()
-    _activations: dict[str, RNNActivation] = {}
+    _flags: ClassVar[tuple[str, ...]] = ()
+    _activations: ClassVar[dict[str, RNNActivation]] = {}
 
-    def __init__(self, **properties):
+    # The properties every descriptor has; each class declares the rest.
+    reverse: bool
+    bidirectional: bool
+    training: bool
+
+    def __init__(self, **properties: Any) -> None:
         for name in self._flags:
             object.__setattr__(self, name, False)
         for name, default in self._activations.items():
@@ -25,31 +34,33 @@ class _Descriptor:
         for name, value in properties.items():
             setattr(self, name, value)
 
-    def __setattr__(self, name, value):
-        kind = type(self).__name__
-        if name in self._flags:
-            if not isinstance(value, bool):
-                raise TypeError(f"{kind}.{name}: expected a bool, got {value!r}")
-        elif name in self._activations:
-            value = as_activation(value, f"{kind}.{name}")
-        else:
-            known = ", ".join((*self._flags, *self._activations))
-            raise AttributeError(f"{kind} has no property {name!r} (properties: {known})")
-        object.__setattr__(self, name, value)
+    if not TYPE_CHECKING:  # unseen by type checkers, which then reject unknown properties
 
-    def copy(self):
+        def __setattr__(self, name, value):
+            kind = type(self).__name__
+            if name in self._flags:
+                if not isinstance(value, bool):
+                    raise TypeError(f"{kind}.{name}: expected a bool, got {value!r}")
+            elif name in self._activations:
+                value = as_activation(value, f"{kind}.{name}")
+            else:
+                known = ", ".join((*self._flags, *self._activations))
+                raise AttributeError(f"{kind} has no property {name!r} (properties: {known})")
+            object.__setattr__(self, name, value)
+
+    def copy(self) -> Self:
         return copy.copy(self)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """Plain values for the compiled core (activations as ints)."""
         out = {name: getattr(self, name) for name in self._flags}
         out.update({name: int(getattr(self, name)) for name in self._activations})
         return out
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return type(self) is type(other) and self.as_dict() == other.as_dict()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         fields = []
         for name in (*self._flags, *self._activations):
             value = getattr(self, name)
@@ -61,14 +72,22 @@ class SingleGateRNNDescriptor(_Descriptor):
     """Options of ``singleGateRNN``: reverse, bidirectional, training, activation (relu)."""
 
     _flags = ("reverse", "bidirectional", "training")
-    _activations = {"activation": RNNActivation.relu}
+    _activations: ClassVar[dict[str, RNNActivation]] = {"activation": RNNActivation.relu}
+
+    activation: RNNActivation
+
+    if TYPE_CHECKING:  # the keywords __init__ takes (it checks them at run time)
+
+        def __init__(self, *, reverse: bool = False, bidirectional: bool = False,
+                     training: bool = False,
+                     activation: RNNActivation = RNNActivation.relu) -> None: ...
 
 
 class LSTMDescriptor(_Descriptor):
     """Options of ``LSTM``. ``forgetGateLast`` gives the gate order [i, z, f, o]."""
 
     _flags = ("reverse", "bidirectional", "produceCell", "training", "forgetGateLast")
-    _activations = {
+    _activations: ClassVar[dict[str, RNNActivation]] = {
         "inputGateActivation": RNNActivation.sigmoid,
         "forgetGateActivation": RNNActivation.sigmoid,
         "cellGateActivation": RNNActivation.tanh,
@@ -76,13 +95,48 @@ class LSTMDescriptor(_Descriptor):
         "activation": RNNActivation.tanh,
     }
 
+    produceCell: bool
+    forgetGateLast: bool
+    inputGateActivation: RNNActivation
+    forgetGateActivation: RNNActivation
+    cellGateActivation: RNNActivation
+    outputGateActivation: RNNActivation
+    activation: RNNActivation
+
+    if TYPE_CHECKING:
+
+        def __init__(self, *, reverse: bool = False, bidirectional: bool = False,
+                     produceCell: bool = False, training: bool = False,
+                     forgetGateLast: bool = False,
+                     inputGateActivation: RNNActivation = RNNActivation.sigmoid,
+                     forgetGateActivation: RNNActivation = RNNActivation.sigmoid,
+                     cellGateActivation: RNNActivation = RNNActivation.tanh,
+                     outputGateActivation: RNNActivation = RNNActivation.sigmoid,
+                     activation: RNNActivation = RNNActivation.tanh) -> None: ...
+
 
 class GRUDescriptor(_Descriptor):
     """Options of ``GRU``. ``resetGateFirst`` gives the gate order [r, z, o]."""
 
     _flags = ("reverse", "bidirectional", "training", "resetGateFirst", "resetAfter", "flipZ")
-    _activations = {
+    _activations: ClassVar[dict[str, RNNActivation]] = {
         "updateGateActivation": RNNActivation.sigmoid,
         "resetGateActivation": RNNActivation.sigmoid,
         "outputGateActivation": RNNActivation.tanh,
     }
+
+    resetGateFirst: bool
+    resetAfter: bool
+    flipZ: bool
+    updateGateActivation: RNNActivation
+    resetGateActivation: RNNActivation
+    outputGateActivation: RNNActivation
+
+    if TYPE_CHECKING:
+
+        def __init__(self, *, reverse: bool = False, bidirectional: bool = False,
+                     training: bool = False, resetGateFirst: bool = False,
+                     resetAfter: bool = False, flipZ: bool = False,
+                     updateGateActivation: RNNActivation = RNNActivation.sigmoid,
+                     resetGateActivation: RNNActivation = RNNActivation.sigmoid,
+                     outputGateActivation: RNNActivation = RNNActivation.tanh) -> None: ...

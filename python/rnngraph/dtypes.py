@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import enum
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, DTypeLike, NDArray
 
 
 class DataType(enum.Enum):
@@ -13,7 +17,9 @@ class DataType(enum.Enum):
     float32 = "float32"
     float64 = "float64"
 
-    def __init__(self, value: str):
+    numpy: np.dtype[Any]
+
+    def __init__(self, value: str) -> None:
         self.numpy = np.dtype(value)  # the NumPy dtype (a plain attribute: read on every run)
 
     def __repr__(self) -> str:
@@ -24,7 +30,7 @@ float32 = DataType.float32
 float64 = DataType.float64
 
 
-def as_data_type(value, where: str) -> DataType:
+def as_data_type(value: DataType | DTypeLike, where: str) -> DataType:
     """Accept rg.float32/rg.float64, NumPy dtypes/types or their names."""
     if isinstance(value, DataType):
         return value
@@ -39,7 +45,7 @@ def as_data_type(value, where: str) -> DataType:
     raise TypeError(f"{where}: expected rnngraph.float32 or rnngraph.float64, got {dtype}")
 
 
-def dense(array, dtype=None) -> np.ndarray:
+def dense(array: ArrayLike, dtype: DTypeLike | None = None) -> NDArray[Any]:
     """A C-contiguous, aligned array (copied only when needed); rank 0 stays rank 0."""
     if (type(array) is np.ndarray and (dtype is None or array.dtype == dtype)
             and array.flags.c_contiguous and array.flags.aligned):

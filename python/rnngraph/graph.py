@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import itertools
-from typing import Callable, Optional
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -13,11 +14,17 @@ from rnngraph.ops.lstm import LSTMOps
 from rnngraph.ops.single_gate_rnn import SingleGateRNNOps
 from rnngraph.tensor import Tensor
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, DTypeLike, NDArray
+
+    from rnngraph._typing import Compute, OutputSpec
+
 
 class Operation:
     """One recorded op: its inputs by Swift label, its outputs and how to compute them."""
 
-    def __init__(self, kind: str, name: str, inputs: dict, compute: Optional[Callable], attrs=None):
+    def __init__(self, kind: str, name: str, inputs: dict[str, Tensor | None],
+                 compute: Compute | None, attrs: dict[str, Any] | None = None) -> None:
         self.kind = kind
         self.name = name
         self.inputs = inputs  # label -> Tensor or None, in Swift argument order
@@ -29,7 +36,7 @@ class Operation:
         return f"Operation({self.kind!r}, name={self.name!r})"
 
 
-def _feed_array(tensor: Tensor, value) -> np.ndarray:
+def _feed_array(tensor: Tensor, value: ArrayLike) -> NDArray[Any]:
     """Convert a feed to the placeholder's dtype and check its shape; never reinterpret bytes."""
     if (type(value) is np.ndarray and value.shape == tensor.shape
             and value.dtype == tensor.dataType.numpy
@@ -62,13 +69,15 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps):
     >>> g.run(feeds={x: x_np, ...}, targetTensors=[h])   # -> {h: ndarray}
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._ops: list[Operation] = []
         self._names = itertools.count()
-        self._plans: dict = {}
+        self._plans: dict[tuple[tuple[Tensor, ...], int], _Plan] = {}
 
     # -- building -----------------------------------------------------------------------
-    def _add(self, kind, name, inputs, compute, outputs, attrs=None) -> list[Tensor]:
+    def _add(self, kind: str, name: str | None, inputs: dict[str, Tensor | None],
+             compute: Compute | None, outputs: Iterable[OutputSpec],
+             attrs: dict[str, Any] | None = None) -> list[Tensor]:
         """Record an op; ``outputs`` is a list of (suffix, shape, DataType)."""
         name = name if name is not None else f"{kind}_{next(self._names)}"
         if not isinstance(name, str):
@@ -80,14 +89,14 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps):
         self._ops.append(op)
         return op.outputs
 
-    def _own(self, tensor, where: str) -> Tensor:
+    def _own(self, tensor: object, where: str) -> Tensor:
         if not isinstance(tensor, Tensor):
             raise TypeError(f"{where}: expected an rnngraph Tensor, got {type(tensor).__name__}")
         if tensor.graph is not self:
             raise ValueError(f"{where}: tensor {tensor.name!r} belongs to another Graph")
         return tensor
 
-    def _as_tensor(self, value, where: str, dataType: DataType) -> Optional[Tensor]:
+    def _as_tensor(self, value: object, where: str, dataType: DataType | None) -> Tensor | None:
         """An op argument: a Tensor of this graph, None, or an array turned into a constant."""
         if value is None or isinstance(value, Tensor):
             return None if value is None else self._own(value, where)
@@ -96,8 +105,12 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps):
         raise TypeError(f"{where}: expected an rnngraph Tensor, a numpy.ndarray or None, "
                         f"got {type(value).__name__}")
 
-    def placeholder(self, shape, dataType=DataType.float32, name: Optional[str] = None) -> Tensor:
-        """A tensor fed at run time. ``None`` in ``shape`` marks a dimension known only then."""
+    def placeholder(self, shape: Iterable[int | None],
+                    dataType: DataType | DTypeLike = DataType.float32,
+                    name: str | None = None) -> Tensor:
+        """A tensor fed at run time. ``None`` in ``shape`` marks a dimension known only then.
+
+        ``dataType``: ``rg.float32`` or ``rg.float64`` (or the NumPy dtype or its name)."""
         dtype = as_data_type(dataType, "placeholder: dataType")
         try:
             dims = tuple(shape)
@@ -109,7 +122,9 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps):
         dims = tuple(None if d is None else int(d) for d in dims)
         return self._add("placeholder", name, {}, None, [("", dims, dtype)])[0]
 
-    def constant(self, value, shape=None, dataType=None, name: Optional[str] = None) -> Tensor:
+    def constant(self, value: ArrayLike, shape: Iterable[int] | None = None,
+                 dataType: DataType | DTypeLike | None = None,
+                 name: str | None = None) -> Tensor:
         """A constant: a scalar filled to ``shape``, or array data (reshaped to ``shape``)."""
         array = np.asarray(value)
         if array.dtype.kind not in "fiu":
@@ -126,9 +141,10 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps):
         return self._add("constant", name, {}, None, [("", array.shape, dtype)], {"value": array})[0]
 
     # -- running ------------------------------------------------------------------------
-    def run(self, feeds=None, targetTensors=None) -> dict:
-        """Evaluate ``targetTensors`` given ``feeds`` ({placeholder: array}); returns
-        {Tensor: numpy.ndarray}."""
+    def run(self, feeds: Mapping[Tensor, ArrayLike] | None = None,
+            targetTensors: Sequence[Tensor] | None = None) -> dict[Tensor, NDArray[Any]]:
+        """Evaluate ``targetTensors`` (a list, required) given ``feeds`` (a dict
+        {placeholder: array}, each shaped like its placeholder); returns {Tensor: numpy.ndarray}."""
         feeds = {} if feeds is None else feeds
         if not isinstance(feeds, dict):
             raise TypeError("run: feeds: expected a dict {placeholder Tensor: array}")
@@ -138,7 +154,7 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps):
         for t in targets:
             if type(t) is not Tensor or t.graph is not self:
                 self._own(t, "run: targetTensors")  # raises the error that fits
-        values: dict[Tensor, np.ndarray] = {}
+        values: dict[Tensor, NDArray[Any]] = {}
         for tensor, value in feeds.items():
             if type(tensor) is not Tensor or tensor.graph is not self:
                 self._own(tensor, "run: feeds")
@@ -152,15 +168,15 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps):
                 raise ValueError(f"run: placeholder {placeholder.op.name!r} needs a feed")
         values.update(plan.constants)
         for op, freed in plan.steps:
-            results = op.compute({label: (None if t is None else values[t])
-                                  for label, t in op.inputs.items()})
+            results = op.compute({label: (None if t is None else values[t])  # type: ignore[misc]
+                                  for label, t in op.inputs.items()})  # (computing ops have one)
             for tensor, result in zip(op.outputs, results):
                 values[tensor] = result
             for tensor in freed:  # intermediates past their last use
                 del values[tensor]
         return {t: values[t] for t in targets}
 
-    def _plan(self, targets: tuple) -> "_Plan":
+    def _plan(self, targets: tuple[Tensor, ...]) -> _Plan:
         """What a run of ``targets`` does; cached until the graph grows."""
         key = (targets, len(self._ops))
         plan = self._plans.get(key)
@@ -168,8 +184,9 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps):
             plan = self._plans[key] = _Plan(self._ops_needed(targets), targets)
         return plan
 
-    def _ops_needed(self, targets) -> list[Operation]:
-        needed, stack = set(), [t.op for t in targets]
+    def _ops_needed(self, targets: Iterable[Tensor]) -> list[Operation]:
+        needed: set[Operation] = set()
+        stack = [t.op for t in targets]
         while stack:
             op = stack.pop()
             if op in needed:
@@ -179,7 +196,7 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps):
         return [op for op in self._ops if op in needed]
 
     # -- differentiation ------------------------------------------------------------------
-    def gradients(self, of: Tensor, with_) -> dict:
+    def gradients(self, of: Tensor, with_: Iterable[Tensor]) -> dict[Tensor, Tensor]:
         """Add the backward ops for d(sum(of))/d(t) for each t in ``with_``: {t: gradient}."""
         from rnngraph.autodiff import gradients
 
@@ -190,7 +207,7 @@ class _Plan:
     """The ops a run evaluates, in order: the placeholders it needs fed, the constants it
     reads, and each computing op with the intermediates to free after it."""
 
-    def __init__(self, needed: list, targets: tuple):
+    def __init__(self, needed: list[Operation], targets: tuple[Tensor, ...]) -> None:
         self.placeholders = [op.outputs[0] for op in needed if op.kind == "placeholder"]
         self.constants = {op.outputs[0]: op.attrs["value"] for op in needed if op.kind == "constant"}
         computing = [op for op in needed if op.kind not in ("placeholder", "constant")]
@@ -198,15 +215,15 @@ class _Plan:
         self.steps = [(op, tuple(freed.get(position, ()))) for position, op in enumerate(computing)]
 
     @staticmethod
-    def _last_uses(ops, targets) -> dict:
+    def _last_uses(ops: list[Operation], targets: tuple[Tensor, ...]) -> dict[int, list[Tensor]]:
         """{position: intermediates whose last reader is the op at that position}."""
         keep = set(targets)
-        last = {}
+        last: dict[Tensor, int] = {}
         for position, op in enumerate(ops):
             for t in op.inputs.values():
                 if t is not None and t not in keep and t.op.kind not in ("placeholder", "constant"):
                     last[t] = position
-        freed = {}
+        freed: dict[int, list[Tensor]] = {}
         for tensor, position in last.items():
             freed.setdefault(position, []).append(tensor)
         return freed

@@ -9,11 +9,13 @@ with the real shapes, and its error names the op and the Swift label:
 
 from __future__ import annotations
 
-from typing import Optional, Sequence, Union
+from collections.abc import Sequence
+from typing import TypeAlias
 
-Dim = Union[int, tuple]
-Layout = Sequence[Dim]
-Sizes = dict  # symbol -> int or None
+Dim: TypeAlias = int | tuple[int, str]
+Layout: TypeAlias = Sequence[Dim]
+Sizes: TypeAlias = dict[str, int | None]  # symbol -> size, None while unknown
+Dims: TypeAlias = Sequence[int | None]  # a shape; None: unknown until run time
 
 
 def _dim_text(dim: Dim) -> str:
@@ -23,7 +25,7 @@ def _dim_text(dim: Dim) -> str:
     return symbol if coefficient == 1 else f"{coefficient}{symbol}"
 
 
-def _dim_value(dim: Dim, sizes: Sizes) -> Optional[int]:
+def _dim_value(dim: Dim, sizes: Sizes) -> int | None:
     if isinstance(dim, int):
         return dim
     coefficient, symbol = dim
@@ -31,7 +33,7 @@ def _dim_value(dim: Dim, sizes: Sizes) -> Optional[int]:
     return None if value is None else coefficient * value
 
 
-def _shape_text(values) -> str:
+def _shape_text(values: Dims) -> str:
     return "[" + ", ".join("?" if v is None else str(v) for v in values) + "]"
 
 
@@ -44,7 +46,7 @@ def layout_text(layout: Layout, sizes: Sizes) -> str:
     return f"{symbolic} = {_shape_text(values)}"
 
 
-def matches(shape, layout: Layout, sizes: Sizes) -> bool:
+def matches(shape: Dims, layout: Layout, sizes: Sizes) -> bool:
     if len(shape) != len(layout):
         return False
     for actual, dim in zip(shape, layout):
@@ -54,7 +56,7 @@ def matches(shape, layout: Layout, sizes: Sizes) -> bool:
     return True
 
 
-def check(op: str, label: str, shape, layouts: Sequence[Layout], sizes: Sizes) -> Layout:
+def check(op: str, label: str, shape: Dims, layouts: Sequence[Layout], sizes: Sizes) -> Layout:
     """Return the first layout ``shape`` fits; raise ValueError naming op and label if none."""
     for layout in layouts:
         if matches(shape, layout, sizes):
@@ -63,7 +65,7 @@ def check(op: str, label: str, shape, layouts: Sequence[Layout], sizes: Sizes) -
     raise ValueError(f"{op}: {label}: expected shape {expected}, got {_shape_text(shape)}")
 
 
-def bind(sizes: Sizes, symbol: str, value: Optional[int], coefficient: int = 1) -> None:
+def bind(sizes: Sizes, symbol: str, value: int | None, coefficient: int = 1) -> None:
     """Learn ``symbol`` from a dimension equal to ``coefficient * symbol`` if still unknown."""
     if value is None or sizes.get(symbol) is not None:
         return
@@ -71,7 +73,7 @@ def bind(sizes: Sizes, symbol: str, value: Optional[int], coefficient: int = 1) 
         sizes[symbol] = value // coefficient
 
 
-def check_broadcastable(op: str, label: str, shape, target: Layout, sizes: Sizes) -> None:
+def check_broadcastable(op: str, label: str, shape: Dims, target: Layout, sizes: Sizes) -> None:
     """NumPy broadcasting of ``shape`` to ``target`` (each dimension 1 or equal)."""
     target_values = [_dim_value(d, sizes) for d in target]
     ok = len(shape) <= len(target)

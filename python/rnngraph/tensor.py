@@ -2,20 +2,30 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from rnngraph.dtypes import DataType
 
 if TYPE_CHECKING:
+    from rnngraph._typing import Shape
     from rnngraph.graph import Graph, Operation
 
 
 class Tensor:
     """A value in a Graph. ``shape`` holds ``None`` for dimensions known only at run time."""
 
-    __slots__ = ("graph", "op", "index", "shape", "dataType", "name")
+    __slots__ = ("dataType", "graph", "index", "name", "op", "shape")
 
-    def __init__(self, graph: Graph, op: Operation, index: int, shape, dataType: DataType, name):
+    graph: Graph
+    op: Operation  # the op that produces it
+    index: int  # which of the op's outputs it is
+    shape: Shape
+    dataType: DataType
+    name: str
+
+    def __init__(self, graph: Graph, op: Operation, index: int, shape: Iterable[int | None],
+                 dataType: DataType, name: str) -> None:
         self.graph = graph
         self.op = op
         self.index = index

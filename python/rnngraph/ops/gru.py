@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from rnngraph._native import core as _core
 from rnngraph.descriptors import GRUDescriptor
 from rnngraph.ops.recurrent import CellSpec, forward_op, gradient_op
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+    from rnngraph._typing import GraphBuilder
+    from rnngraph.tensor import Tensor
 
 GRU_CELL = CellSpec(
     options_type=_core.GRUOptions,
@@ -14,13 +22,20 @@ GRU_CELL = CellSpec(
 )
 
 
-def _outputs(descriptor) -> list:
+def _outputs(descriptor: GRUDescriptor) -> list[str]:
     return list(GRU_CELL.training_outputs) if descriptor.training else ["h"]
 
 
 class GRUOps:
-    def GRU(self, source, *, recurrentWeight, inputWeight=None, bias=None, initState=None,
-            mask=None, secondaryBias=None, descriptor=None, name=None):
+    def GRU(self: GraphBuilder, source: Tensor | NDArray[Any], *,
+            recurrentWeight: Tensor | NDArray[Any],
+            inputWeight: Tensor | NDArray[Any] | None = None,
+            bias: Tensor | NDArray[Any] | None = None,
+            initState: Tensor | NDArray[Any] | None = None,
+            mask: Tensor | NDArray[Any] | None = None,
+            secondaryBias: Tensor | NDArray[Any] | None = None,
+            descriptor: GRUDescriptor | None = None,
+            name: str | None = None) -> list[Tensor]:
         """GRU with gates ``[z, r, o]`` (``[r, z, o]`` with ``resetGateFirst``).
 
         ``z = act_z(x'_z + hm·R_zᵀ)``, ``r = act_r(x'_r + hm·R_rᵀ)``;
@@ -43,14 +58,24 @@ class GRUOps:
             ``[h]`` with h ``[T, N, D·H]``; with ``training`` ``[h, zState]``, zState =
             activated gates ``[T, N, D·3H]``.
         """
-        return forward_op(self, GRU_CELL, dict(
-            source=source, recurrentWeight=recurrentWeight, inputWeight=inputWeight, bias=bias,
-            initState=initState, mask=mask, secondaryBias=secondaryBias),
-            descriptor, name, _outputs)
+        return forward_op(self, GRU_CELL, {
+            "source": source, "recurrentWeight": recurrentWeight, "inputWeight": inputWeight,
+            "bias": bias, "initState": initState, "mask": mask, "secondaryBias": secondaryBias,
+        }, descriptor, name, _outputs)
 
-    def GRUGradients(self, source, *, recurrentWeight, sourceGradient, zState,
-                     outputFwd, stateGradient=None, inputWeight=None, bias=None,
-                     initState=None, mask=None, secondaryBias=None, descriptor=None, name=None):
+    def GRUGradients(self: GraphBuilder, source: Tensor | NDArray[Any], *,
+                     recurrentWeight: Tensor | NDArray[Any],
+                     sourceGradient: Tensor | NDArray[Any],
+                     zState: Tensor | NDArray[Any],
+                     outputFwd: Tensor | NDArray[Any],
+                     stateGradient: Tensor | NDArray[Any] | None = None,
+                     inputWeight: Tensor | NDArray[Any] | None = None,
+                     bias: Tensor | NDArray[Any] | None = None,
+                     initState: Tensor | NDArray[Any] | None = None,
+                     mask: Tensor | NDArray[Any] | None = None,
+                     secondaryBias: Tensor | NDArray[Any] | None = None,
+                     descriptor: GRUDescriptor | None = None,
+                     name: str | None = None) -> list[Tensor]:
         """Gradients of ``GRU`` from its saved ``zState`` and output sequence.
 
         Args:
@@ -65,8 +90,9 @@ class GRUOps:
             secondaryBias``, one per input given, each shaped like its input (secondaryBias's
             is zero without ``resetAfter``).
         """
-        return gradient_op(self, GRU_CELL, dict(
-            source=source, recurrentWeight=recurrentWeight, sourceGradient=sourceGradient,
-            zState=zState, outputFwd=outputFwd, stateGradient=stateGradient,
-            inputWeight=inputWeight, bias=bias, initState=initState, mask=mask,
-            secondaryBias=secondaryBias), descriptor, name)
+        return gradient_op(self, GRU_CELL, {
+            "source": source, "recurrentWeight": recurrentWeight, "sourceGradient": sourceGradient,
+            "zState": zState, "outputFwd": outputFwd, "stateGradient": stateGradient,
+            "inputWeight": inputWeight, "bias": bias, "initState": initState, "mask": mask,
+            "secondaryBias": secondaryBias,
+        }, descriptor, name)

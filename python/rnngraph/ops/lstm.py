@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from rnngraph._native import core as _core
 from rnngraph.descriptors import LSTMDescriptor
 from rnngraph.ops.recurrent import CellSpec, forward_op, gradient_op
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+    from rnngraph._typing import GraphBuilder
+    from rnngraph.tensor import Tensor
 
 LSTM_CELL = CellSpec(
     options_type=_core.LSTMOptions,
@@ -16,7 +24,7 @@ LSTM_CELL = CellSpec(
 )
 
 
-def _outputs(descriptor) -> list:
+def _outputs(descriptor: LSTMDescriptor) -> list[str]:
     # SPEC.md section 5 (pinned): training always returns [h, c, zState].
     if descriptor.training:
         return list(LSTM_CELL.training_outputs)
@@ -24,8 +32,16 @@ def _outputs(descriptor) -> list:
 
 
 class LSTMOps:
-    def LSTM(self, source, *, recurrentWeight, inputWeight=None, bias=None, initState=None,
-             initCell=None, mask=None, peephole=None, descriptor=None, name=None):
+    def LSTM(self: GraphBuilder, source: Tensor | NDArray[Any], *,
+             recurrentWeight: Tensor | NDArray[Any],
+             inputWeight: Tensor | NDArray[Any] | None = None,
+             bias: Tensor | NDArray[Any] | None = None,
+             initState: Tensor | NDArray[Any] | None = None,
+             initCell: Tensor | NDArray[Any] | None = None,
+             mask: Tensor | NDArray[Any] | None = None,
+             peephole: Tensor | NDArray[Any] | None = None,
+             descriptor: LSTMDescriptor | None = None,
+             name: str | None = None) -> list[Tensor]:
         """LSTM with gates ``[i, f, z, o]`` (``[i, z, f, o]`` with ``forgetGateLast``).
 
         ``a_g = act_g(x'_g + (h[t-1] ⊙ m)·R_gᵀ + p_g ⊙ c[t-1])``,
@@ -46,15 +62,27 @@ class LSTMOps:
             ``[h]``; ``[h, c]`` with ``produceCell``; ``[h, c, zState]`` with ``training``.
             h, c: ``[T, N, D·H]``; zState: activated gates ``[T, N, D·4H]``.
         """
-        return forward_op(self, LSTM_CELL, dict(
-            source=source, recurrentWeight=recurrentWeight, inputWeight=inputWeight, bias=bias,
-            initState=initState, initCell=initCell, mask=mask, peephole=peephole),
-            descriptor, name, _outputs)
+        return forward_op(self, LSTM_CELL, {
+            "source": source, "recurrentWeight": recurrentWeight, "inputWeight": inputWeight,
+            "bias": bias, "initState": initState, "initCell": initCell, "mask": mask,
+            "peephole": peephole,
+        }, descriptor, name, _outputs)
 
-    def LSTMGradients(self, source, *, recurrentWeight, sourceGradient, zState,
-                      cellOutputFwd, stateGradient=None, cellGradient=None, inputWeight=None,
-                      bias=None, initState=None, initCell=None, mask=None, peephole=None,
-                      descriptor=None, name=None):
+    def LSTMGradients(self: GraphBuilder, source: Tensor | NDArray[Any], *,
+                      recurrentWeight: Tensor | NDArray[Any],
+                      sourceGradient: Tensor | NDArray[Any],
+                      zState: Tensor | NDArray[Any],
+                      cellOutputFwd: Tensor | NDArray[Any],
+                      stateGradient: Tensor | NDArray[Any] | None = None,
+                      cellGradient: Tensor | NDArray[Any] | None = None,
+                      inputWeight: Tensor | NDArray[Any] | None = None,
+                      bias: Tensor | NDArray[Any] | None = None,
+                      initState: Tensor | NDArray[Any] | None = None,
+                      initCell: Tensor | NDArray[Any] | None = None,
+                      mask: Tensor | NDArray[Any] | None = None,
+                      peephole: Tensor | NDArray[Any] | None = None,
+                      descriptor: LSTMDescriptor | None = None,
+                      name: str | None = None) -> list[Tensor]:
         """Gradients of ``LSTM`` from its saved ``zState`` and cell sequence.
 
         Args:
@@ -69,8 +97,9 @@ class LSTMOps:
             Gradients for ``source, recurrentWeight, inputWeight, bias, peephole, initState,
             initCell``, one per input given, each shaped like its input.
         """
-        return gradient_op(self, LSTM_CELL, dict(
-            source=source, recurrentWeight=recurrentWeight, sourceGradient=sourceGradient,
-            zState=zState, cellOutputFwd=cellOutputFwd, stateGradient=stateGradient,
-            cellGradient=cellGradient, inputWeight=inputWeight, bias=bias, initState=initState,
-            initCell=initCell, mask=mask, peephole=peephole), descriptor, name)
+        return gradient_op(self, LSTM_CELL, {
+            "source": source, "recurrentWeight": recurrentWeight, "sourceGradient": sourceGradient,
+            "zState": zState, "cellOutputFwd": cellOutputFwd, "stateGradient": stateGradient,
+            "cellGradient": cellGradient, "inputWeight": inputWeight, "bias": bias,
+            "initState": initState, "initCell": initCell, "mask": mask, "peephole": peephole,
+        }, descriptor, name)

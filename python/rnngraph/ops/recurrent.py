@@ -8,6 +8,7 @@ Each cell is described by a ``CellSpec``; the per-cell modules only add the publ
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -16,6 +17,19 @@ from rnngraph._native import core as _core
 from rnngraph.dtypes import dense
 from rnngraph.tensor import Tensor
 
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+    from numpy.typing import NDArray
+
+    from rnngraph._core import PackedWeights
+    from rnngraph._typing import CoreOptions, GraphBuilder, RunArrays
+    from rnngraph.descriptors import _Descriptor
+    from rnngraph.shapes import Layout, Sizes
+
+    # An op's arguments by Swift label, as given (arrays become constants) or as recorded.
+    Arguments = Mapping[str, Tensor | NDArray[Any] | None]
+
 # Labels whose tensors are [N, D·H] states (also accepted as [1, N, D·H]).
 STATE_LABELS = ("initState", "initCell", "stateGradient", "cellGradient")
 SEQUENCE_LABELS = ("sourceGradient", "outputFwd", "cellOutputFwd")
@@ -23,13 +37,15 @@ SEQUENCE_LABELS = ("sourceGradient", "outputFwd", "cellOutputFwd")
 
 @dataclass(frozen=True)
 class CellSpec:
-    options_type: type  # the compiled core's options (its op names and gate count)
-    descriptor_type: type
-    gradient_required: tuple  # saved forward tensors beyond source/recurrentWeight/sourceGradient/zState
-    returned: tuple  # gradients returned, in order, one per given input (SPEC.md section 6)
-    training_outputs: tuple = ("h", "zState")  # a training forward op's outputs (section 5)
+    options_type: type[CoreOptions]  # the compiled core's options (its op names and gate count)
+    descriptor_type: type[_Descriptor]
+    # Saved forward tensors beyond source/recurrentWeight/sourceGradient/zState.
+    gradient_required: tuple[str, ...]
+    # Gradients returned, in order, one per given input (SPEC.md section 6).
+    returned: tuple[str, ...]
+    training_outputs: tuple[str, ...] = ("h", "zState")  # a training op's outputs (section 5)
     # Descriptor properties that do not change the math of the gradient op.
-    forward_only_flags: tuple = ("training", "produceCell")
+    forward_only_flags: tuple[str, ...] = ("training", "produceCell")
 
     @property
     def name(self) -> str:
@@ -46,7 +62,7 @@ class CellSpec:
         """G, the gate blocks of zState, R, W and b."""
         return int(self.options_type.gates)
 
-    def core_options(self, descriptor):
+    def core_options(self, descriptor: _Descriptor) -> CoreOptions:
         """The descriptor's math-changing properties as the core's typed options."""
         values = descriptor.as_dict()
         for flag in self.forward_only_flags:
@@ -54,7 +70,8 @@ class CellSpec:
         return self.options_type(**values)
 
 
-def layouts(label: str, spec: CellSpec, bidirectional: bool, has_input_weight: bool):
+def layouts(label: str, spec: CellSpec, bidirectional: bool,
+            has_input_weight: bool) -> list[Layout]:
     """The accepted layouts of ``label`` (SPEC.md section 1), as symbolic shapes."""
     G, D = spec.gates, 2 if bidirectional else 1
     T, N, I, H = (1, "T"), (1, "N"), (1, "I"), (1, "H")
@@ -79,7 +96,7 @@ def layouts(label: str, spec: CellSpec, bidirectional: bool, has_input_weight: b
     raise KeyError(label)
 
 
-def infer_sizes(op: str, spec: CellSpec, inputs: dict, bidirectional: bool) -> dict:
+def infer_sizes(op: str, spec: CellSpec, inputs: Arguments, bidirectional: bool) -> Sizes:
     """Check every given input's shape (a Tensor's shape or an array's) and return the sizes
     T, N, I, H (None where unknown). Raises ValueError naming ``op`` and the label."""
     shape_of = {label: tuple(v.shape) for label, v in inputs.items() if v is not None}
@@ -92,7 +109,7 @@ def infer_sizes(op: str, spec: CellSpec, inputs: dict, bidirectional: bool) -> d
         raise ValueError(f"{op}: recurrentWeight: expected rank {rank_r} "
                          f"({'bidirectional' if bidirectional else 'unidirectional'}), "
                          f"got shape {list(shape_of['recurrentWeight'])}")
-    sizes = {"T": None, "N": None, "I": None, "H": None}
+    sizes: Sizes = {"T": None, "N": None, "I": None, "H": None}
     shapes.bind(sizes, "H", shape_of["recurrentWeight"][-1])
     # Learn the remaining sizes from the first tensors that hold them.
     for label in ("source", "sourceGradient", "zState", *STATE_LABELS, "inputWeight"):
@@ -117,7 +134,7 @@ def infer_sizes(op: str, spec: CellSpec, inputs: dict, bidirectional: bool) -> d
     return sizes
 
 
-def check_descriptor(op: str, spec: CellSpec, descriptor):
+def check_descriptor(op: str, spec: CellSpec, descriptor: _Descriptor | None) -> _Descriptor:
     if descriptor is None:
         return spec.descriptor_type()
     if not isinstance(descriptor, spec.descriptor_type):
@@ -126,21 +143,22 @@ def check_descriptor(op: str, spec: CellSpec, descriptor):
     return descriptor.copy()  # copy-on-build (SPEC.md section 3)
 
 
-def check_dtypes(op: str, tensors: dict) -> None:
-    dtype = tensors["source"].dataType
+def check_dtypes(op: str, tensors: dict[str, Tensor | None]) -> None:
+    dtype = tensors["source"].dataType  # type: ignore[union-attr]  # source is never None
     for label, tensor in tensors.items():
         if tensor is not None and tensor.dataType != dtype:
             raise TypeError(f"{op}: {label}: expected dataType {dtype.value} like source, "
                             f"got {tensor.dataType.value}")
 
 
-def collect_inputs(graph, op: str, arguments: dict, required: tuple) -> dict:
+def collect_inputs(graph: GraphBuilder, op: str, arguments: Arguments,
+                   required: tuple[str, ...]) -> dict[str, Tensor | None]:
     """Turn the call's arguments into {label: Tensor or None}, Swift order, checked.
     NumPy arrays become constants (of the source's dataType for every other input)."""
     source = graph._as_tensor(arguments["source"], f"{op}: source", None)
     if source is None:
         raise TypeError(f"{op}: source: expected an rnngraph Tensor, got None")
-    tensors = {"source": source}
+    tensors: dict[str, Tensor | None] = {"source": source}
     for label, value in arguments.items():
         if label != "source":
             tensors[label] = graph._as_tensor(value, f"{op}: {label}", source.dataType)
@@ -150,11 +168,11 @@ def collect_inputs(graph, op: str, arguments: dict, required: tuple) -> dict:
     return tensors
 
 
-def normalise(arrays: dict, sizes: dict, bidirectional: bool) -> dict:
+def normalise(arrays: RunArrays, sizes: Mapping[str, Any], bidirectional: bool) -> RunArrays:
     """Run-time arrays in the dense layouts the core expects (SPEC.md section 1)."""
     T, N, H = sizes["T"], sizes["N"], sizes["H"]
     DH = (2 if bidirectional else 1) * H
-    out = {}
+    out: RunArrays = {}
     for label, array in arrays.items():
         if array is None:
             out[label] = None
@@ -171,11 +189,13 @@ def normalise(arrays: dict, sizes: dict, bidirectional: bool) -> dict:
     return out
 
 
-def fully_known(tensors: dict) -> bool:
+def fully_known(tensors: dict[str, Tensor | None]) -> bool:
     return all(None not in t.shape for t in tensors.values() if t is not None)
 
 
-def forward_op(graph, spec: CellSpec, arguments: dict, descriptor, name, outputs_for):
+def forward_op(graph: GraphBuilder, spec: CellSpec, arguments: Arguments,
+               descriptor: _Descriptor | None, name: str | None,
+               outputs_for: Callable[[Any], list[str]]) -> list[Tensor]:
     """Record a forward op. ``outputs_for(descriptor)`` lists the returned outputs among
     'h', 'c', 'zState' (SPEC.md section 5)."""
     op = spec.name
@@ -198,9 +218,9 @@ def forward_op(graph, spec: CellSpec, arguments: dict, descriptor, name, outputs
     # the packed copy serves every later run (as an inference runtime packs its initializers).
     weights = [tensors[label] for label in ("recurrentWeight", "inputWeight")]
     constant_weights = all(t is None or t.op.kind == "constant" for t in weights)
-    packed = None
+    packed: PackedWeights | None = None
 
-    def compute(arrays):
+    def compute(arrays: RunArrays) -> list[NDArray[Any]]:
         nonlocal packed
         # Shapes known when building were checked then, and feeds are checked against their
         # placeholders; only dimensions left open need the checks again now.
@@ -210,15 +230,16 @@ def forward_op(graph, spec: CellSpec, arguments: dict, descriptor, name, outputs
             packed = _core.pack_forward_weights(options, dense["recurrentWeight"],
                                                 dense["inputWeight"])
         h, c, z = _core.rnn_forward(options, dense, training=training, packed=packed)
-        produced = {"h": h, "c": c, "zState": z}
+        produced: dict[str, Any] = {"h": h, "c": c, "zState": z}  # None: not made
         return [produced[k] for k in wanted]
 
-    dtype = tensors["source"].dataType
+    dtype = tensors["source"].dataType  # type: ignore[union-attr]  # source is never None
     return graph._add(op, name, tensors, compute, [(k, shape_of[k], dtype) for k in wanted],
                       {"descriptor": descriptor, "spec": spec, "outputs": wanted})
 
 
-def check_matching_forward(op: str, spec: CellSpec, descriptor, zState: Tensor) -> None:
+def check_matching_forward(op: str, spec: CellSpec, descriptor: _Descriptor,
+                           zState: Tensor) -> None:
     """When zState comes from a forward op of this graph, the descriptors must agree."""
     producer = zState.op
     if producer.kind != spec.name:
@@ -233,7 +254,8 @@ def check_matching_forward(op: str, spec: CellSpec, descriptor, zState: Tensor) 
                              f"{producer.name!r} that produced zState ({key}={theirs[key]!r})")
 
 
-def gradient_op(graph, spec: CellSpec, arguments: dict, descriptor, name):
+def gradient_op(graph: GraphBuilder, spec: CellSpec, arguments: Arguments,
+                descriptor: _Descriptor | None, name: str | None) -> list[Tensor]:
     """Record a gradient op; returns one gradient Tensor per given differentiable input,
     in ``spec.returned`` order, each shaped like its input (SPEC.md section 6)."""
     op = spec.gradient_name
@@ -241,20 +263,21 @@ def gradient_op(graph, spec: CellSpec, arguments: dict, descriptor, name):
     tensors = collect_inputs(graph, op, arguments,
                              ("recurrentWeight", "sourceGradient", "zState", *spec.gradient_required))
     check_dtypes(op, tensors)
-    check_matching_forward(op, spec, descriptor, tensors["zState"])
+    check_matching_forward(op, spec, descriptor, tensors["zState"])  # type: ignore[arg-type]
     bidirectional = descriptor.bidirectional
     sizes = infer_sizes(op, spec, tensors, bidirectional)
     options = spec.core_options(descriptor)
     returned = [label for label in spec.returned if tensors.get(label) is not None]
     static = fully_known(tensors)
 
-    def compute(arrays):
+    def compute(arrays: RunArrays) -> list[NDArray[Any]]:
         run_sizes = sizes if static else infer_sizes(op, spec, arrays, bidirectional)
         dense = normalise(arrays, run_sizes, bidirectional)
         grads = _core.rnn_gradients(options, dense)
         return [grads[label].reshape(arrays[label].shape) for label in returned]
 
-    dtype = tensors["source"].dataType
-    outputs = [(f"d{label}", tensors[label].shape, dtype) for label in returned]
+    dtype = tensors["source"].dataType  # type: ignore[union-attr]  # source is never None
+    outputs = [(f"d{label}", tensors[label].shape, dtype)  # type: ignore[union-attr]
+               for label in returned]  # (only given inputs are returned)
     return graph._add(op, name, tensors, compute, outputs,
                       {"descriptor": descriptor, "spec": spec, "returned": returned})

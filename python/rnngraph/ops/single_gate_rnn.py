@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from rnngraph._native import core as _core
 from rnngraph.descriptors import SingleGateRNNDescriptor
 from rnngraph.ops.recurrent import CellSpec, forward_op, gradient_op
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+    from rnngraph._typing import GraphBuilder
+    from rnngraph.tensor import Tensor
 
 SINGLE_GATE_RNN = CellSpec(
     options_type=_core.SingleGateRNNOptions,
@@ -14,13 +22,19 @@ SINGLE_GATE_RNN = CellSpec(
 )
 
 
-def _outputs(descriptor) -> list:
+def _outputs(descriptor: SingleGateRNNDescriptor) -> list[str]:
     return list(SINGLE_GATE_RNN.training_outputs) if descriptor.training else ["h"]
 
 
 class SingleGateRNNOps:
-    def singleGateRNN(self, source, *, recurrentWeight, inputWeight=None, bias=None,
-                      initState=None, mask=None, descriptor=None, name=None):
+    def singleGateRNN(self: GraphBuilder, source: Tensor | NDArray[Any], *,
+                      recurrentWeight: Tensor | NDArray[Any],
+                      inputWeight: Tensor | NDArray[Any] | None = None,
+                      bias: Tensor | NDArray[Any] | None = None,
+                      initState: Tensor | NDArray[Any] | None = None,
+                      mask: Tensor | NDArray[Any] | None = None,
+                      descriptor: SingleGateRNNDescriptor | None = None,
+                      name: str | None = None) -> list[Tensor]:
         """Single-gate RNN: ``z[t] = x[t]·Wᵀ + b + (h[t-1] ⊙ m[t])·Rᵀ``, ``h[t] = act(z[t])``.
 
         Args:
@@ -38,13 +52,22 @@ class SingleGateRNNOps:
             ``[h]`` with h ``[T, N, H]`` (``[T, N, 2H]``); with ``training`` ``[h, zState]``,
             zState = pre-activation z ``[T, N, H]`` (``[T, N, 2H]``).
         """
-        return forward_op(self, SINGLE_GATE_RNN, dict(
-            source=source, recurrentWeight=recurrentWeight, inputWeight=inputWeight, bias=bias,
-            initState=initState, mask=mask), descriptor, name, _outputs)
+        return forward_op(self, SINGLE_GATE_RNN, {
+            "source": source, "recurrentWeight": recurrentWeight, "inputWeight": inputWeight,
+            "bias": bias, "initState": initState, "mask": mask,
+        }, descriptor, name, _outputs)
 
-    def singleGateRNNGradients(self, source, *, recurrentWeight, sourceGradient,
-                               zState, stateGradient=None, inputWeight=None, bias=None,
-                               initState=None, mask=None, descriptor=None, name=None):
+    def singleGateRNNGradients(self: GraphBuilder, source: Tensor | NDArray[Any], *,
+                               recurrentWeight: Tensor | NDArray[Any],
+                               sourceGradient: Tensor | NDArray[Any],
+                               zState: Tensor | NDArray[Any],
+                               stateGradient: Tensor | NDArray[Any] | None = None,
+                               inputWeight: Tensor | NDArray[Any] | None = None,
+                               bias: Tensor | NDArray[Any] | None = None,
+                               initState: Tensor | NDArray[Any] | None = None,
+                               mask: Tensor | NDArray[Any] | None = None,
+                               descriptor: SingleGateRNNDescriptor | None = None,
+                               name: str | None = None) -> list[Tensor]:
         """Gradients of ``singleGateRNN`` from its saved ``zState``.
 
         Args:
@@ -58,7 +81,8 @@ class SingleGateRNNOps:
             Gradients for ``source, recurrentWeight, inputWeight, bias, initState`` in that
             order, one per input given, each shaped like its input.
         """
-        return gradient_op(self, SINGLE_GATE_RNN, dict(
-            source=source, recurrentWeight=recurrentWeight, sourceGradient=sourceGradient,
-            zState=zState, stateGradient=stateGradient, inputWeight=inputWeight, bias=bias,
-            initState=initState, mask=mask), descriptor, name)
+        return gradient_op(self, SINGLE_GATE_RNN, {
+            "source": source, "recurrentWeight": recurrentWeight, "sourceGradient": sourceGradient,
+            "zState": zState, "stateGradient": stateGradient, "inputWeight": inputWeight,
+            "bias": bias, "initState": initState, "mask": mask,
+        }, descriptor, name)

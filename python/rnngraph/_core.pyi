@@ -1,0 +1,149 @@
+"""Types of rnngraph's compiled core (python/src/*.cpp), the same at every kernel level.
+
+Arrays are numpy.ndarray of float32 or float64 in SPEC.md's layouts; dtype, shape and
+layout are checked at run time. Activations are RNNActivation's raw values (0..4).
+"""
+
+from typing import Any, ClassVar, TypeAlias
+
+from numpy.typing import NDArray
+
+_Array: TypeAlias = NDArray[Any]
+
+class SingleGateRNNOptions:
+    """singleGateRNN's descriptor, parsed."""
+
+    op: ClassVar[str]
+    gradient_op: ClassVar[str]
+    gates: ClassVar[int]
+    def __init__(
+        self, *, reverse: bool = False, bidirectional: bool = False, activation: int = 1
+    ) -> None: ...
+    @property
+    def reverse(self) -> bool: ...
+    @property
+    def bidirectional(self) -> bool: ...
+    @property
+    def activation(self) -> int: ...
+
+class LSTMOptions:
+    """LSTM's descriptor, parsed."""
+
+    op: ClassVar[str]
+    gradient_op: ClassVar[str]
+    gates: ClassVar[int]
+    def __init__(
+        self,
+        *,
+        reverse: bool = False,
+        bidirectional: bool = False,
+        forgetGateLast: bool = False,
+        inputGateActivation: int = 3,
+        forgetGateActivation: int = 3,
+        cellGateActivation: int = 2,
+        outputGateActivation: int = 3,
+        activation: int = 2,
+    ) -> None: ...
+    @property
+    def reverse(self) -> bool: ...
+    @property
+    def bidirectional(self) -> bool: ...
+    @property
+    def forgetGateLast(self) -> bool: ...
+    @property
+    def inputGateActivation(self) -> int: ...
+    @property
+    def forgetGateActivation(self) -> int: ...
+    @property
+    def cellGateActivation(self) -> int: ...
+    @property
+    def outputGateActivation(self) -> int: ...
+    @property
+    def activation(self) -> int: ...
+
+class GRUOptions:
+    """GRU's descriptor, parsed."""
+
+    op: ClassVar[str]
+    gradient_op: ClassVar[str]
+    gates: ClassVar[int]
+    def __init__(
+        self,
+        *,
+        reverse: bool = False,
+        bidirectional: bool = False,
+        resetGateFirst: bool = False,
+        resetAfter: bool = False,
+        flipZ: bool = False,
+        updateGateActivation: int = 3,
+        resetGateActivation: int = 3,
+        outputGateActivation: int = 2,
+    ) -> None: ...
+    @property
+    def reverse(self) -> bool: ...
+    @property
+    def bidirectional(self) -> bool: ...
+    @property
+    def resetGateFirst(self) -> bool: ...
+    @property
+    def resetAfter(self) -> bool: ...
+    @property
+    def flipZ(self) -> bool: ...
+    @property
+    def updateGateActivation(self) -> int: ...
+    @property
+    def resetGateActivation(self) -> int: ...
+    @property
+    def outputGateActivation(self) -> int: ...
+
+_Options: TypeAlias = SingleGateRNNOptions | LSTMOptions | GRUOptions
+
+class PackedWeights:
+    """A forward op's weights packed for its kernels (from pack_forward_weights)."""
+
+def pack_forward_weights(
+    options: _Options, recurrentWeight: _Array, inputWeight: _Array | None = None
+) -> PackedWeights:
+    """Pack a forward op's recurrentWeight (and inputWeight) once for many rnn_forward calls."""
+
+def rnn_forward(
+    options: _Options,
+    inputs: dict[str, _Array | None],
+    *,
+    training: bool = False,
+    packed: PackedWeights | None = None,
+) -> tuple[_Array, _Array | None, _Array | None]:
+    """Forward pass of one RNN op; inputs by Swift label. Returns (h, c or None, zState or
+    None): c for LSTM only, zState with ``training``."""
+
+def rnn_gradients(options: _Options, inputs: dict[str, _Array | None]) -> dict[str, _Array]:
+    """Gradient op of one RNN; inputs by Swift label. Returns {label: gradient} for source,
+    recurrentWeight and each given optional input."""
+
+def blas_info() -> dict[str, str | int]:
+    """The linked BLAS: {'library', 'config', 'core', 'num_threads'}."""
+
+def cpu_supports(level: str) -> bool:
+    """Whether this CPU runs the given kernel level ('avx2', 'avx512')."""
+
+kernel_level: str  # 'avx512', 'avx2' or 'baseline': this module's instruction set
+
+def set_num_threads(n: int) -> None:
+    """Threads rnngraph's kernels use."""
+
+def get_num_threads() -> int:
+    """Threads rnngraph's kernels use."""
+
+# For tests and measurements.
+def _force_paths(*, product: str = "auto", tile: str = "auto", split: str = "auto") -> None:
+    """Force the step product (auto, packed, dot, blas, small), the panel tile (auto, few,
+    some, many) and the work split (auto, serial, rows, team), process-wide."""
+
+def _forced_paths() -> dict[str, str]:
+    """The paths _force_paths set: {'product', 'tile', 'split'}."""
+
+def _parallel_thresholds() -> list[tuple[str, int]]:
+    """[(site, threshold)] of the work worth a second thread."""
+
+def _set_parallel_threshold(site: str, value: int) -> None:
+    """Move a site's threshold (a negative value restores the default)."""

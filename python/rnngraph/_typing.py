@@ -1,0 +1,34 @@
+"""Type aliases for the package's own annotations (imported only while type checking)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol, TypeAlias
+
+from numpy.typing import NDArray
+
+from rnngraph._core import GRUOptions, LSTMOptions, SingleGateRNNOptions
+from rnngraph.dtypes import DataType
+from rnngraph.tensor import Tensor
+
+Shape: TypeAlias = tuple[int | None, ...]  # None: a dimension known only at run time
+# An op's run-time inputs by Swift label: numpy arrays, or None for an absent optional.
+RunArrays: TypeAlias = dict[str, Any]
+# What an op computes at run time: its inputs by label -> its outputs, in order.
+Compute: TypeAlias = Callable[[RunArrays], list[NDArray[Any]]]
+# An op's outputs as Graph._add records them: (name suffix, shape, DataType).
+OutputSpec: TypeAlias = tuple[str, Iterable[int | None], DataType]
+# The compiled core's options, whichever kernel level runs (rnngraph._native).
+CoreOptions: TypeAlias = SingleGateRNNOptions | LSTMOptions | GRUOptions
+
+
+class GraphBuilder(Protocol):
+    """What the op families (rnngraph.ops, mixed into Graph) use of their Graph."""
+
+    def _as_tensor(self, value: object, where: str, dataType: DataType | None) -> Tensor | None:
+        ...
+
+    def _add(self, kind: str, name: str | None, inputs: dict[str, Tensor | None],
+             compute: Compute | None, outputs: Iterable[OutputSpec],
+             attrs: dict[str, Any] | None = None) -> list[Tensor]:
+        ...
