@@ -11,11 +11,14 @@ import numpy as np
 import pytest
 
 from rnngraph import _native
+from toolkit import CELLS, GATES, GRADIENT_OPS, Case
+from toolkit.paths import PRODUCTS, SPLITS, TILES
+from toolkit.placeholders import SIZES, input_shapes
+from toolkit.spec import DESCRIPTORS
 
 CORES = {level: _native.load(level) for level in _native.supported_levels()}
-T, N, I, H = 3, 2, 3, 4
-CELLS = ("singleGateRNN", "LSTM", "GRU")
-OPTIONS = {"singleGateRNN": "SingleGateRNNOptions", "LSTM": "LSTMOptions", "GRU": "GRUOptions"}
+T, N, I, H = (SIZES[k] for k in "TNIH")
+OPTIONS = {cell: DESCRIPTORS[cell].__name__.replace("Descriptor", "Options") for cell in CELLS}
 
 
 def options(core, cell, **properties):
@@ -23,21 +26,11 @@ def options(core, cell, **properties):
     return getattr(core, OPTIONS[cell])(**properties)
 
 
-def core_arrays(core, cell, dtype=np.float64):
-    G = getattr(core, OPTIONS[cell]).gates
-    return {"source": np.zeros((T, N, I), dtype), "recurrentWeight": np.zeros((G * H, H), dtype),
-            "inputWeight": np.zeros((G * H, I), dtype)}
-
-
-def core_gradient_arrays(core, cell, dtype=np.float64):
-    G = getattr(core, OPTIONS[cell]).gates
-    arrays = core_arrays(core, cell, dtype) | {"sourceGradient": np.zeros((T, N, H), dtype),
-                                               "zState": np.zeros((T, N, G * H), dtype)}
-    if cell == "LSTM":
-        arrays["cellOutputFwd"] = np.zeros((T, N, H), dtype)
-    if cell == "GRU":
-        arrays["outputFwd"] = np.zeros((T, N, H), dtype)
-    return arrays
+def core_arrays(cell, gradient=False):
+    """Zeros for source, recurrentWeight and inputWeight (and with ``gradient``, for
+    sourceGradient, zState and the saved h / c the gradient op takes)."""
+    case = Case(cell, bias=False, signal="dy", **SIZES)
+    return {label: np.zeros(shape) for label, shape in input_shapes(case, gradient).items()}
 
 
 def misaligned(array):
@@ -72,7 +65,7 @@ BAD_CORE_ARRAYS = [
 @pytest.mark.parametrize("level", list(CORES))
 def test_rnn_forward_rejects_bad_arrays(level, cell, name, label, corrupt, error):
     core = CORES[level]
-    arrays = core_arrays(core, cell)
+    arrays = core_arrays(cell)
     core.rnn_forward(options(core, cell), arrays, training=True)  # the unmodified call works
     arrays[label] = corrupt(arrays.get(label, np.ones((T, N, H))))
     with pytest.raises(error, match=re.escape(label)) as caught:
@@ -95,7 +88,7 @@ GRADIENT_BAD = BAD_CORE_ARRAYS + [
 @pytest.mark.parametrize("level", list(CORES))
 def test_rnn_gradients_rejects_bad_arrays(level, cell, name, label, corrupt, error):
     core = CORES[level]
-    arrays = core_gradient_arrays(core, cell)
+    arrays = core_arrays(cell, gradient=True)
     core.rnn_gradients(options(core, cell), arrays)  # the unmodified call works
     arrays[label] = corrupt(arrays.get(label, np.ones((T, N, H))))
     with pytest.raises(error, match=re.escape(label)) as caught:
@@ -107,7 +100,7 @@ def test_rnn_gradients_rejects_bad_arrays(level, cell, name, label, corrupt, err
 @pytest.mark.parametrize("level", list(CORES))
 def test_missing_saved_tensors_and_foreign_labels_are_refused(level, cell):
     core = CORES[level]
-    arrays = core_gradient_arrays(core, cell)
+    arrays = core_arrays(cell, gradient=True)
     if cell in ("LSTM", "GRU"):
         saved = "cellOutputFwd" if cell == "LSTM" else "outputFwd"
         with pytest.raises(ValueError, match=f"{cell}Gradients: {saved} is required"):
@@ -119,12 +112,12 @@ def test_missing_saved_tensors_and_foreign_labels_are_refused(level, cell):
         if label in own:
             continue
         with pytest.raises(ValueError, match=f"{cell}: inputs: unknown label '{label}'"):
-            core.rnn_forward(options(core, cell), core_arrays(core, cell) | {label: value})
+            core.rnn_forward(options(core, cell), core_arrays(cell) | {label: value})
 
 
 def test_inputs_must_be_a_dict_of_labels():
     core = _native.core
-    arrays = core_arrays(core, "singleGateRNN")
+    arrays = core_arrays("singleGateRNN")
     with pytest.raises(TypeError, match="singleGateRNN: inputs: expected a dict"):
         core.rnn_forward(options(core, "singleGateRNN"), list(arrays.items()))
     with pytest.raises(ValueError, match="unknown label 1"):
@@ -134,7 +127,7 @@ def test_inputs_must_be_a_dict_of_labels():
 @pytest.mark.parametrize("level", list(CORES))
 def test_options_are_typed(level):
     core = CORES[level]
-    arrays = core_arrays(core, "singleGateRNN")
+    arrays = core_arrays("singleGateRNN")
     for bad in (None, {}, {"reverse": True}, "singleGateRNN"):
         with pytest.raises(TypeError, match="rnn_forward: options: expected SingleGateRNNOptions"):
             core.rnn_forward(bad, arrays)
@@ -154,11 +147,11 @@ def test_options_are_typed(level):
     assert (reverse.reverse, reverse.bidirectional, reverse.activation) == (True, False, 1)
     h, c, z = core.rnn_forward(reverse, arrays)
     assert c is None and z is None
-    np.testing.assert_array_equal(h, core.rnn_forward(core.SingleGateRNNOptions(reverse=True), arrays)[0])
-    assert [(t.op, t.gradient_op, t.gates) for t in
-            (core.SingleGateRNNOptions, core.LSTMOptions, core.GRUOptions)] == [
-        ("singleGateRNN", "singleGateRNNGradients", 1), ("LSTM", "LSTMGradients", 4),
-        ("GRU", "GRUGradients", 3)]
+    again = core.rnn_forward(core.SingleGateRNNOptions(reverse=True), arrays)[0]
+    np.testing.assert_array_equal(h, again)
+    types = [getattr(core, OPTIONS[cell]) for cell in CELLS]
+    assert [(t.op, t.gradient_op, t.gates) for t in types] == [
+        (cell, GRADIENT_OPS[cell], GATES[cell]) for cell in CELLS]
     # The options of another cell are refused through the shapes they imply.
     with pytest.raises(ValueError, match="GRU: recurrentWeight: expected shape"):
         core.rnn_forward(core.GRUOptions(), arrays)
@@ -167,10 +160,10 @@ def test_options_are_typed(level):
 def test_force_paths_validates_its_names():
     core = _native.core
     assert core._forced_paths() == {"product": "auto", "tile": "auto", "split": "auto"}
-    with pytest.raises(ValueError, match="product: expected one of auto, packed, dot, blas, small"):
-        core._force_paths(product="fast")
-    with pytest.raises(ValueError, match="split"):
-        core._force_paths(split="threads")
+    for kind, names in (("product", PRODUCTS), ("tile", TILES), ("split", SPLITS)):
+        expected = f"{kind}: expected one of {', '.join(('auto', *names))}"
+        with pytest.raises(ValueError, match=re.escape(expected)):
+            core._force_paths(**{kind: "fast"})
     assert core._forced_paths() == {"product": "auto", "tile": "auto", "split": "auto"}
     sites = dict(core._parallel_thresholds())
     assert set(sites) == {"recurrence", "step", "gemm", "projection", "pass", "pack"}

@@ -1,0 +1,83 @@
+"""Edge sizes with every input given: an empty sequence (T = 0) or batch (N = 0) gives empty
+outputs and zero weight gradients, the initial states' gradients being the final states'
+cotangents; one step (T = 1) or one row (N = 1) gives the reference's outputs and gradients
+that match finite differences."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from toolkit import (
+    CELLS,
+    Case,
+    assert_all_close,
+    check_gradients,
+    forward,
+    gradients,
+    make_inputs,
+    reference,
+    signals,
+)
+
+
+def edge_case(cell, direction, T, N, *, smooth=False, final_states=True) -> Case:
+    """Every input given; GRU reset-after (the second product and secondaryBias take part);
+    ``smooth``: singleGateRNN with tanh, for finite differences. ``final_states``: the
+    cotangents are the final states' (dS, and dC for the LSTM; dy is zero), else dy alone."""
+    options = {"resetAfter": True} if cell == "GRU" else {}
+    if smooth and cell == "singleGateRNN":
+        options["activations"] = {"activation": "tanh"}
+    signal = None  # every cotangent
+    if not smooth:
+        signal = ("dS+dC" if cell == "LSTM" else "dS") if final_states else "dy"
+    return Case(cell, direction, T=T, N=N, signal=signal, **options).with_all_inputs()
+
+
+def _param(case):
+    return pytest.param(case, id=f"{case.cell}-{case.id}")
+
+
+# Without the final states' cotangents only for T = 0 and N > 0 (dy is empty in every case
+# here), where the initial states' gradients are then zero.
+EMPTY = [_param(edge_case(c, d, t, n, final_states=s))
+         for c in CELLS for (t, n) in ((0, 2), (3, 0), (0, 0)) for d in ("fwd", "bi")
+         for s in (True, False) if s or (t, n) == (0, 2)]
+
+
+@pytest.mark.parametrize("case", EMPTY)
+def test_empty_sequence_or_batch(case, rng):
+    x = make_inputs(case, rng)
+    sig = signals(case, rng)
+    out = forward(case, x)  # the runner checks the outputs against SPEC sections 1 and 5
+    assert all(v.size == 0 for v in out.values())
+    grads = gradients(case, x, sig)
+    assert list(grads) == list(case.returned)
+    for label, grad in grads.items():
+        assert grad.shape == x[label].shape, label
+        assert np.all(np.isfinite(grad)), label
+    for label in ("recurrentWeight", "inputWeight", "bias", "peephole", "secondaryBias"):
+        if label in grads:  # no step, or no batch row: nothing to accumulate
+            np.testing.assert_array_equal(grads[label], 0, err_msg=label)
+    if case.N > 0:  # T = 0: the final state is the initial state
+        zeros = np.zeros((case.N, case.DH))
+        np.testing.assert_array_equal(grads["initState"], zeros if sig.dS is None else sig.dS)
+        if case.cell == "LSTM":
+            np.testing.assert_array_equal(grads["initCell"], zeros if sig.dC is None else sig.dC)
+
+
+SMALL = [_param(edge_case(c, d, t, n, smooth=True))
+         for c in CELLS for (t, n) in ((1, 3), (4, 1), (1, 1)) for d in ("fwd", "bi")]
+
+
+@pytest.mark.parametrize("case", SMALL)
+def test_single_step_and_single_row(case, rng):
+    """T = 1 and N = 1: forward equals the reference, every gradient its finite difference
+    (initState and initCell non-zero, mask on, H = 2 != I = 3)."""
+    x = make_inputs(case, rng)
+    out = forward(case, x)
+    expected = reference(case, x)
+    assert_all_close({k: out[k] for k in expected}, expected, "float64", case.id)
+    sig = signals(case, rng)
+    analytic = gradients(case, x, sig)
+    check_gradients(case, x, sig, analytic, through=("reference",))

@@ -1,0 +1,100 @@
+"""Ops built on placeholders of chosen shapes and dtypes, and not run: for the tests of what
+an op refuses at build time (tests/errors/).
+
+``input_shapes(case, gradient)`` gives the shape of every input the case passes (SPEC
+section 1), with ``gradient`` also the gradient op's saved tensors and cotangents (section 6);
+``build`` builds the forward or gradient op on placeholders of those shapes, some of them
+overridden, and returns what the op returns; ``build_pair`` wires a training forward op into
+its gradient op, each with its own descriptor. ``every_input`` gives the case of these tests:
+every input the cell takes, at sizes that differ from each other (a swapped dimension shows).
+"""
+
+from __future__ import annotations
+
+import rnngraph as rg
+
+from . import spec
+from .case import Case, layout_dims
+
+SIZES = {"T": 3, "N": 2, "I": 5, "H": 4}
+_CASE_DESCRIPTOR = object()
+
+
+def every_input(cell: str, text: str = "fwd") -> Case:
+    """The case ``text`` (a case id) of ``cell`` at ``SIZES``, giving every input the cell
+    takes (``Case.with_all_inputs``)."""
+    return Case.parse(cell, text).but(**SIZES).with_all_inputs()
+
+
+def op_name(cell: str, gradient: bool = False) -> str:
+    """The op's name as its error messages spell it."""
+    return spec.GRADIENT_OPS[cell] if gradient else cell
+
+
+def input_shapes(case, gradient: bool = False) -> dict:
+    """{label: shape} of the inputs ``case`` gives its forward op; with ``gradient``, also
+    ``sourceGradient`` and ``zState``, the saved ``cellOutputFwd`` (LSTM) or ``outputFwd``
+    (GRU), and ``stateGradient`` / ``cellGradient`` where the case's signal has dS / dC."""
+    T, N, I, H, D, G, DH = case.T, case.N, case.I, case.H, case.D, case.G, case.DH
+    sizes = {"T": T, "N": N, "DH": DH, "1": 1, "D4H": D * 4 * H, "2": 2, "4H": 4 * H}
+    shapes = {"source": (T, N, I if case.inputWeight else D * G * H),
+              "recurrentWeight": (2, G * H, H) if D == 2 else (G * H, H)}
+    if case.inputWeight:
+        shapes["inputWeight"] = (D * G * H, I)
+    if case.bias:
+        shapes["bias"] = (D * G * H,)
+    for label in ("initState", "initCell", "peephole", "mask"):
+        if getattr(case, label):
+            shapes[label] = tuple(sizes[d] for d in layout_dims(getattr(case, label)))
+    if case.secondaryBias:
+        shapes["secondaryBias"] = (DH,)
+    if gradient:
+        shapes |= {"sourceGradient": (T, N, DH), "zState": (T, N, D * G * H)}
+        saved = {"LSTM": "cellOutputFwd", "GRU": "outputFwd"}.get(case.cell)
+        if saved:
+            shapes[saved] = (T, N, DH)
+        for signal, label in (("dS", "stateGradient"), ("dC", "cellGradient")):
+            if signal in case.signal.split("+"):
+                shapes[label] = (N, DH)
+    return shapes
+
+
+def build(case, gradient: bool = False, *, shapes=None, dtypes=None,
+          descriptor=_CASE_DESCRIPTOR) -> list:
+    """Build the forward (or gradient) op of ``case`` on float32 placeholders and return
+    its outputs. ``shapes`` overrides input shapes (None: the input is passed as None) and
+    adds inputs; ``dtypes`` gives some labels another ``rg.DataType``; ``descriptor``
+    replaces the case's own (anything, to test what is refused)."""
+    g = rg.Graph()
+    dtypes = dtypes or {}
+    ph = {label: None if shape is None else
+          g.placeholder(shape=shape, dataType=dtypes.get(label, rg.float32), name=label)
+          for label, shape in (input_shapes(case, gradient) | (shapes or {})).items()}
+    if descriptor is _CASE_DESCRIPTOR:
+        descriptor = case.descriptor()
+    source = ph.pop("source")
+    return getattr(g, op_name(case.cell, gradient))(source, **ph, descriptor=descriptor)
+
+
+def build_pair(case, forward_descriptor, gradient_descriptor) -> list:
+    """A training forward op (``forward_descriptor`` with training set) on float32
+    placeholders of every input of ``case``, wired into its gradient op as a user wires them
+    (zState and the saved h / c from the forward op); returns the gradient op's outputs."""
+    cell = case.cell
+    g = rg.Graph()
+    ph = {label: g.placeholder(shape=shape, dataType=rg.float32, name=label)
+          for label, shape in input_shapes(case, gradient=True).items()}
+    inputs = {label: ph[label] for label in input_shapes(case) if label != "source"}
+    train = forward_descriptor.copy()
+    train.training = True
+    outputs = getattr(g, cell)(ph["source"], **inputs, descriptor=train)
+    saved = dict(zip(spec.output_names(cell, training=True), outputs))
+    extra = {"zState": saved["zState"]}
+    if cell == "LSTM":
+        extra["cellOutputFwd"] = saved["c"]
+    if cell == "GRU":
+        extra["outputFwd"] = saved["h"]
+    signals = {label: ph[label] for label in ("sourceGradient", "stateGradient", "cellGradient")
+               if label in ph}
+    return getattr(g, spec.GRADIENT_OPS[cell])(ph["source"], **inputs, **extra, **signals,
+                                                descriptor=gradient_descriptor)
