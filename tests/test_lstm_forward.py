@@ -57,12 +57,16 @@ OPTION_CASES = cases(
     "bi-h0-c0-peephole", "reverse+bi-forgetGateLast-h0-c0-peephole[2,4H]",
     "reverse+bi-forgetGateLast-i=hardSigmoid-act=sigmoid-h0[1,N,DH]-c0-peephole[2,4H]-"
     "mask[T,N,1]",
-    "bi-forgetGateLast-z=relu-o=hardSigmoid-h0-c0[1,N,DH]-peephole[2,4H]-fracmask[T,1,DH]")
+    "bi-forgetGateLast-z=relu-o=hardSigmoid-h0-c0[1,N,DH]-peephole[2,4H]-fracmask[T,1,DH]",
+    # every slot off its default at once
+    "fwd-i=relu-f=none-z=sigmoid-o=tanh-act=hardSigmoid-h0-c0-peephole-fracmask",
+    "fwd-forgetGateLast-i=tanh-f=relu-z=none-o=hardSigmoid-act=relu-h0[1,N,DH]-c0-peephole-"
+    "mask[T,N,1]")
 
 
 def test_case_ids_are_distinct_and_spell_their_cases():
     params = ACTIVATION_CASES + OPTION_CASES
-    assert len({p.id for p in params}) == len(params) == 3 * 21 + 4 * len(OPTIONS) + 4
+    assert len({p.id for p in params}) == len(params) == 3 * 21 + 4 * len(OPTIONS) + 6
     for param in params:
         assert Case.parse(CELL, param.id) == param.values[0], param.id
 
@@ -150,7 +154,8 @@ def test_unknown_dimensions_stay_unknown_until_run(rng):
 
 
 def test_bidirectional_ignores_reverse(rng):
-    case = Case(CELL, "reverse+bi", initState="[N,DH]", peephole="[2,4H]", mask="[T,N,DH]")
+    case = Case(CELL, "reverse+bi", initState="[N,DH]", initCell="[N,DH]", peephole="[2,4H]",
+                mask="[T,N,DH]")
     x = make_inputs(case, rng)
     assert_all_close(forward(case, x), forward(case.but(direction="bi"), x), "identical")
 

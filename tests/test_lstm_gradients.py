@@ -147,11 +147,11 @@ def test_state_gradient_enters_at_the_last_processed_step(case, rng):
 
 
 RETURNED_LIST_CASES = [
-    Case(CELL, direction, inputWeight=w, bias=b, peephole=p, initState=h0, initCell=c0, I=5,
-         H=4).param()
-    for direction, w, b, p, h0, c0 in itertools.product(
-        ("fwd", "bi"), (True, False), (True, False), (None, "[D4H]"), (None, "[1,N,DH]"),
-        (None, "[N,DH]"))]
+    Case(CELL, direction, inputWeight=w, bias=b, peephole=layout if p else None, initState=h0,
+         initCell=c0, I=5, H=4).param()
+    for (direction, layout), w, b, p, h0, c0 in itertools.product(
+        (("fwd", "[D4H]"), ("bi", "[2,4H]")), (True, False), (True, False), (False, True),
+        (None, "[1,N,DH]"), (None, "[N,DH]"))]
 
 
 @pytest.mark.parametrize("case", RETURNED_LIST_CASES)
