@@ -37,9 +37,12 @@ comparison under a named tolerance::
 Inputs (inputs.py)
     ``make_inputs(case, rng, scale=0.6, weight_scale=None, margin=KINK_MARGIN, accept=None)``:
     redraws until FD-safe and ``accept({slot: pre-activations [T,N,D·H]})`` holds;
-    ``scale_for(case)`` (2.0 when a slot is hardSigmoid); ``float32_and_float64(case, rng)``;
+    ``scale_for(case)`` (2.0 when a slot is hardSigmoid); ``hard_sigmoid_saturates(case, pre)``
+    (an ``accept``: every hardSigmoid slot sees both pieces); ``float32_and_float64(case, rng)``;
     ``signals(case, rng) -> Signals(dy, dS, dC)``; ``one_direction(case, x, d)`` -> the
-    unidirectional case and inputs of one direction; ``draw_inputs`` (one draw, no check).
+    unidirectional case and inputs of one direction; ``explicit_inputs(case, x)`` -> the case
+    and inputs with every absent optional input given as what its absence means (identity W,
+    zeros; states as [N,DH]); ``draw_inputs`` (one draw, no check).
 Runner (runner.py)
     ``forward(case, x, **descriptor_props)`` (training=True unless given) -> {"h", "c",
     "zState"} as returned; ``gradients(case, x, signals, wired=True, forward_overrides=None,
@@ -95,8 +98,10 @@ from .finite_differences import (
 from .inputs import (
     Signals,
     draw_inputs,
+    explicit_inputs,
     fd_safe,
     float32_and_float64,
+    hard_sigmoid_saturates,
     make_inputs,
     one_direction,
     scale_for,
@@ -152,6 +157,7 @@ __all__ = [
     "check_random_direction",
     "differentiable",
     "draw_inputs",
+    "explicit_inputs",
     "fd_safe",
     "final",
     "final_op",
@@ -160,6 +166,7 @@ __all__ = [
     "forward_op",
     "gradients",
     "gradients_op",
+    "hard_sigmoid_saturates",
     "layout_dims",
     "loss",
     "loss_op",

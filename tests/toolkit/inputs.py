@@ -65,6 +65,15 @@ def fd_safe(case, preactivations: dict, margin=spec.KINK_MARGIN) -> bool:
     return True
 
 
+def hard_sigmoid_saturates(case, preactivations: dict) -> bool:
+    """Whether every hardSigmoid slot sees both its linear part and a saturated one (|x| on
+    both sides of 2.5), so both pieces are exercised; an ``accept`` for ``make_inputs``."""
+    edge = max(spec.KINKS["hardSigmoid"])
+    return all(np.any(np.abs(values) < edge) and np.any(np.abs(values) > edge)
+               for slot, values in preactivations.items()
+               if case.activation(slot) == "hardSigmoid")
+
+
 def draw_inputs(case, rng, *, scale=0.6, weight_scale=None) -> dict:
     """One draw of the inputs (no FD-safety check), in a fixed order of draws."""
     weight_scale = scale if weight_scale is None else weight_scale
@@ -126,6 +135,28 @@ def signals(case, rng) -> Signals:
     dS = rng.standard_normal((case.N, case.DH)) if "dS" in parts else None
     dC = rng.standard_normal((case.N, case.DH)) if "dC" in parts else None
     return Signals(*(None if a is None else a.astype(dtype) for a in (dy, dS, dC)))
+
+
+def explicit_inputs(case, x: dict) -> tuple:
+    """``case`` and ``x`` with each absent optional input given as what its absence means
+    (SPEC.md section 1): inputWeight the identity (the source is already projected); bias,
+    initState, initCell, peephole and secondaryBias zeros; states as [N, D·H]. The mask is
+    left as it is. The op's results must not change."""
+    dtype, N, DH, GH = np.dtype(case.dtype), case.N, case.DH, case.D * case.G * case.H
+    absent = {"inputWeight": np.eye(GH), "bias": np.zeros(GH), "initState": np.zeros((N, DH)),
+              "initCell": np.zeros((N, DH)), "peephole": np.zeros(case.D * 4 * case.H),
+              "secondaryBias": np.zeros(DH)}
+    out = dict(x)
+    for label in (label for label in spec.OPTIONAL_INPUTS[case.cell] if label in absent):
+        out[label] = x[label] if label in x else absent[label].astype(dtype)
+        if label in ("initState", "initCell"):
+            out[label] = out[label].reshape(N, DH)
+    lstm = case.cell == "LSTM"
+    full = case.but(inputWeight=True, bias=True, initState="[N,DH]",
+                    initCell="[N,DH]" if lstm else None,
+                    peephole=(case.peephole or "[D4H]") if lstm else None,
+                    secondaryBias=case.cell == "GRU")
+    return full, out
 
 
 def one_direction(case, x: dict, d: int) -> tuple:
