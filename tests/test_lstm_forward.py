@@ -147,7 +147,8 @@ def test_unknown_dimensions_stay_unknown_until_run(rng):
                            dataType=rg.float64) for k, v in x.items()}
     outputs = g.LSTM(ph["source"], **{k: v for k, v in ph.items() if k != "source"},
                      descriptor=case.descriptor(training=True))
-    assert [t.shape for t in outputs] == [(None, None, 6), (None, None, 6), (None, None, 24)]
+    assert [t.shape for t in outputs] == [(None, None, case.DH), (None, None, case.DH),
+                                          (None, None, case.DH * case.G)]
     result = g.run(feeds={ph[k]: v for k, v in x.items()}, targetTensors=outputs)
     out = dict(zip(("h", "c", "zState"), (result[t] for t in outputs)))
     assert_all_close(out, reference(case, x), "float64", case.id)
@@ -161,10 +162,10 @@ def test_bidirectional_ignores_reverse(rng):
 
 
 def permute_gates(array, axis, H, order):
-    """Re-order the gate blocks (of H) of ``array`` along ``axis`` by ``order``, per
-    direction (blocks of four)."""
+    """Re-order the gate blocks (of H) of ``array`` along ``axis`` by ``order``, in each
+    direction's group of blocks."""
     blocks = np.split(array, array.shape[axis] // H, axis=axis)
-    return np.concatenate([blocks[start + k] for start in range(0, len(blocks), 4)
+    return np.concatenate([blocks[start + k] for start in range(0, len(blocks), len(order))
                            for k in order], axis=axis)
 
 
@@ -188,19 +189,17 @@ def test_one_step_by_hand(implementation, rng):
     case = Case(CELL, initState="[N,DH]", initCell="[N,DH]", peephole="[D4H]",
                 mask="[T,N,DH]", T=1)
     x = make_inputs(case, rng)
-    H = case.H
     cp = x["initCell"]
     pre = (x["source"][0] @ x["inputWeight"].T + x["bias"]
            + (x["initState"] * x["mask"][0]) @ x["recurrentWeight"].T
-           + x["peephole"] * np.concatenate([cp] * 4, axis=1))
-    a = dict(zip("ifzo", np.split(pre, 4, axis=1)))
+           + x["peephole"] * np.concatenate([cp] * case.G, axis=1))
+    a = dict(zip(case.gates, np.split(pre, case.G, axis=1)))
     a = {g: np.tanh(v) if g == "z" else 1 / (1 + np.exp(-v)) for g, v in a.items()}
     c = a["f"] * cp + a["i"] * a["z"]
     expected = {"h": (a["o"] * np.tanh(c))[None], "c": c[None],
-                "zState": np.concatenate([a[g] for g in "ifzo"], axis=1)[None]}
+                "zState": np.concatenate([a[g] for g in case.gates], axis=1)[None]}
     out = forward(case, x) if implementation == "rnngraph" else reference(case, x)
     assert_all_close(out, expected, "float64", implementation)
-    assert out["zState"].shape == (1, case.N, 4 * H)
 
 
 @pytest.mark.parametrize("case", cases(CELL, "fwd-h0-c0-peephole-mask", "bi-h0-c0-peephole-mask"))

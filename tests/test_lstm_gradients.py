@@ -165,7 +165,8 @@ def test_returned_list_follows_the_given_inputs(case, rng):
     got = gradients(case, x, sig)
     assert list(got) == list(case.returned)
     full_case = case.but(bias=True, peephole="[D4H]", initState="[N,DH]", initCell="[N,DH]")
-    zeros = {"bias": np.zeros(case.D * 4 * case.H), "peephole": np.zeros(case.D * 4 * case.H),
+    DGH = case.D * case.G * case.H
+    zeros = {"bias": np.zeros(DGH), "peephole": np.zeros(DGH),
              "initState": np.zeros((case.N, case.DH)), "initCell": np.zeros((case.N, case.DH))}
     full = zeros | {k: v.reshape(zeros[k].shape) if k in zeros else v for k, v in x.items()}
     baseline = gradients(full_case, full, sig, wired=False)
@@ -242,7 +243,7 @@ def test_bidirectional_is_two_independent_directions(threads, rng):
                 mask="[T,N,DH]", T=12, N=16, I=24, H=32)
     x = make_inputs(case, rng, scale=0.5, weight_scale=0.8 / np.sqrt(case.H))
     sig = signals(case, rng)
-    H, GH = case.H, 4 * case.H
+    H, GH = case.H, case.G * case.H
     with blas_threads(threads):
         both = gradients(case, x, sig)
         dsource = np.zeros_like(x["source"])
