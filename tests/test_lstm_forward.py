@@ -58,9 +58,9 @@ OPTION_CASES = cases(
     "reverse+bi-forgetGateLast-i=hardSigmoid-act=sigmoid-h0[1,N,DH]-c0-peephole[2,4H]-"
     "mask[T,N,1]",
     "bi-forgetGateLast-z=relu-o=hardSigmoid-h0-c0[1,N,DH]-peephole[2,4H]-fracmask[T,1,DH]",
-    # every slot off its default at once
-    "fwd-i=relu-f=none-z=sigmoid-o=tanh-act=hardSigmoid-h0-c0-peephole-fracmask",
-    "fwd-forgetGateLast-i=tanh-f=relu-z=none-o=hardSigmoid-act=relu-h0[1,N,DH]-c0-peephole-"
+    # every slot off its default at once (a bounded forget gate: the cell cannot explode)
+    "fwd-i=tanh-f=hardSigmoid-z=relu-o=none-act=sigmoid-h0-c0-peephole-fracmask",
+    "fwd-forgetGateLast-i=relu-f=tanh-z=none-o=hardSigmoid-act=relu-h0[1,N,DH]-c0-peephole-"
     "mask[T,N,1]")
 
 
