@@ -18,6 +18,7 @@ import rnngraph as rg
 from reference import numpy_rnn
 from toolkit import (
     ACTIVATIONS,
+    KINKS,
     SLOTS,
     Case,
     assert_all_close,
@@ -113,7 +114,8 @@ def test_hard_sigmoid_saturates_both_ways(case, rng):
     """Pre-activations of the hardSigmoid slot beyond ±2.5, where it is exactly 0 or 1."""
     ((slot, _),) = case.activations
     x = make_inputs(case, rng, scale=2.0,
-                    accept=lambda pre: np.any(pre[slot] > 2.5) and np.any(pre[slot] < -2.5))
+                    accept=lambda pre: np.any(pre[slot] > max(KINKS["hardSigmoid"]))
+                    and np.any(pre[slot] < min(KINKS["hardSigmoid"])))
     out = forward(case, x)
     assert_all_close(out, reference(case, x), "float64", case.id)
     gates = gate_values(case, out["zState"])
