@@ -4,11 +4,11 @@ sizes that take the register-blocked and BLAS paths."""
 
 import os
 
-import numpy as np
 import pytest
 
-import harness
 from rnngraph import _native
+from toolkit import CELLS, Case, assert_all_close, assert_close, draw_inputs, reference
+from toolkit.spec import output_names
 
 LEVELS = _native.supported_levels()
 SIZES = [(5, 1, 3, 4), (6, 13, 40, 37), (4, 70, 24, 20)]  # T, N, I, H
@@ -20,32 +20,36 @@ def test_this_machine_runs_its_best_level():
     assert LEVELS[-1] == "baseline"
 
 
+def options(core, case):
+    """The typed options of ``core`` (each level has its own types) for ``case``."""
+    desc = case.descriptor()
+    name = type(desc).__name__.replace("Descriptor", "Options")
+    return getattr(core, name)(**{k: v for k, v in desc.as_dict().items()
+                                  if k not in ("training", "produceCell")})
+
+
 @pytest.mark.parametrize("level", LEVELS)
-@pytest.mark.parametrize("cell", ["singleGateRNN", "LSTM", "GRU"])
+@pytest.mark.parametrize("cell", CELLS)
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: "T{}-N{}-I{}-H{}".format(*s))
-def test_level_matches_the_reference(level, cell, size):
-    core = _native.load(level)
+def test_level_matches_the_reference(level, cell, size, rng):
     T, N, I, H = size
-    rng = np.random.default_rng(11)
-    x = harness.make_inputs(cell, rng, T=T, N=N, I=I, H=H, bidirectional=True, mask=True,
-                            peephole=True, secondaryBias=True, scale=0.4)
-    properties = {"bidirectional": True}
-    if cell == "GRU":
-        properties["resetAfter"] = bool(N % 2)
-    desc = harness.descriptor(cell, **properties)
-    options = getattr(core, type(desc).__name__.replace("Descriptor", "Options"))(**properties)
-    expected = harness.reference_forward(cell, x, desc)
-    h, c, z = core.rnn_forward(options, x, training=True)
-    np.testing.assert_allclose(h, expected["h"], rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(z, expected["zState"], rtol=1e-12, atol=1e-12)
+    case = Case(cell, "bi", resetAfter=cell == "GRU" and N % 2 == 1,
+                T=T, N=N, I=I, H=H).with_all_inputs()
+    if case.peephole:
+        case = case.but(peephole="[D4H]")  # the core takes the flat layout only
+    x = draw_inputs(case, rng, scale=0.4)
+    core = _native.load(level)
+    h, c, z = core.rnn_forward(options(core, case), x, training=True)
+    out = dict(zip(output_names(cell, training=True), (h, *([c] if cell == "LSTM" else []), z)))
+    expected = reference(case, x)
+    assert_all_close({k: out[k] for k in expected}, expected, "float64", f"{level} {case.id}")
     # The gradients of this level against the baseline build's.
     dy = rng.standard_normal(h.shape)
-    saved = {"cellOutputFwd": c} if cell == "LSTM" else ({"outputFwd": h} if cell == "GRU" else {})
+    saved = {"LSTM": {"cellOutputFwd": c}, "GRU": {"outputFwd": h}}.get(cell, {})
     inputs = x | saved | {"sourceGradient": dy, "zState": z}
-    grads = core.rnn_gradients(options, inputs)
+    grads = core.rnn_gradients(options(core, case), inputs)
     baseline_core = _native.load("baseline")
-    baseline_options = getattr(baseline_core, type(options).__name__)(**properties)
-    baseline = baseline_core.rnn_gradients(baseline_options, inputs)
-    assert list(grads) == list(baseline)
+    baseline = baseline_core.rnn_gradients(options(baseline_core, case), inputs)
+    assert list(grads) == list(case.returned) == list(baseline)
     for label in grads:
-        np.testing.assert_allclose(grads[label], baseline[label], rtol=1e-11, atol=1e-11)
+        assert_close(grads[label], baseline[label], "float64_medium", f"{level} d{label}")

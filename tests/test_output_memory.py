@@ -5,28 +5,37 @@ the new results."""
 import gc
 
 import numpy as np
+import pytest
 
-import harness
 import rnngraph as rg
+from toolkit import (
+    CELLS,
+    Case,
+    assert_all_close,
+    assert_close,
+    draw_inputs,
+    forward,
+    gradients,
+    reference,
+    signals,
+)
 
 # [T, N, D·G·H] zState of 64·32·4·128 floats = 4 MiB: above the 1 MiB pooling threshold.
-SHAPE = dict(T=64, N=32, I=16, H=128)
+SIZES = {"T": 64, "N": 32, "I": 16, "H": 128}
 
 
-def run_lstm(x, dy):
-    desc = harness.descriptor("LSTM", training=True)
-    out = harness.forward("LSTM", x, desc)
-    grads = harness.gradients("LSTM", x, desc, dy)
-    return out, grads
+def run(case, x, sig):
+    """The forward op, then the gradient op fed its saved tensors: every output is fresh."""
+    return forward(case, x), gradients(case, x, sig, wired=False)
 
 
-def test_kept_outputs_survive_later_runs_and_reused_memory_holds_new_results():
-    rng = np.random.default_rng(2)
-    x1 = harness.make_inputs("LSTM", rng, **SHAPE, dtype=np.float32, scale=0.2)
-    x2 = harness.make_inputs("LSTM", rng, **SHAPE, dtype=np.float32, scale=0.2)
-    dy = rng.standard_normal((SHAPE["T"], SHAPE["N"], SHAPE["H"])).astype(np.float32)
+def test_kept_outputs_survive_later_runs_and_reused_memory_holds_new_results(rng):
+    case = Case("LSTM", initState="[N,DH]", initCell="[N,DH]", signal="dy", dtype="float32",
+                **SIZES)
+    x1, x2 = (draw_inputs(case, rng, scale=0.2) for _ in range(2))
+    sig = signals(case, rng)
 
-    kept, kept_grads = run_lstm(x1, dy)
+    kept, kept_grads = run(case, x1, sig)
     snapshot = {k: v.copy() for k, v in kept.items()}
     grads_snapshot = {k: v.copy() for k, v in kept_grads.items()}
     assert kept["zState"].nbytes >= 1 << 20
@@ -34,66 +43,58 @@ def test_kept_outputs_survive_later_runs_and_reused_memory_holds_new_results():
     # Several runs whose outputs are dropped at once: their memory goes back to the pool
     # and comes out again for the next run.
     for _ in range(3):
-        out, grads = run_lstm(x2, dy)
+        out, grads = run(case, x2, sig)
         for key in out:
             assert not np.shares_memory(out[key], kept[key])
         del out, grads
         gc.collect()
-    out, grads = run_lstm(x2, dy)
-    for key in kept:
-        np.testing.assert_array_equal(kept[key], snapshot[key])
-    for key in kept_grads:
-        np.testing.assert_array_equal(kept_grads[key], grads_snapshot[key])
+    out, _ = run(case, x2, sig)
+    assert_all_close(kept, snapshot, "identical", "kept outputs")
+    assert_all_close(kept_grads, grads_snapshot, "identical", "kept gradients")
 
-    reference = harness.reference_forward("LSTM", {k: v.astype(np.float64) for k, v in x2.items()},
-                                          harness.descriptor("LSTM", training=True))
-    np.testing.assert_allclose(out["h"], reference["h"], rtol=0, atol=2e-5)
+    expected = reference(case, {k: v.astype(np.float64) for k, v in x2.items()})
+    assert_close(out["h"], expected["h"], "float32_forward", "h in reused memory")
     assert out["h"].flags.writeable and out["h"].flags.c_contiguous
 
 
-def test_outputs_outlive_their_graph_and_views_keep_memory_alive():
-    rng = np.random.default_rng(4)
-    x = harness.make_inputs("GRU", rng, **SHAPE, dtype=np.float32, scale=0.2)
+def test_outputs_outlive_their_graph_and_views_keep_memory_alive(rng):
+    case = Case("GRU", initState="[N,DH]", dtype="float32", **SIZES)
+    x = draw_inputs(case, rng, scale=0.2)
     g = rg.Graph()
     ph = {k: g.placeholder(shape=v.shape, dataType=rg.float32, name=k) for k, v in x.items()}
     source = ph.pop("source")
-    h, = g.GRU(source, **ph, descriptor=rg.GRUDescriptor())
+    h, = g.GRU(source, **ph, descriptor=case.descriptor())
     feeds = {source: x["source"], **{ph[k]: v for k, v in x.items() if k != "source"}}
     view = g.run(feeds=feeds, targetTensors=[h])[h][5:9]
     expected = view.copy()
     del g, h, ph, source
     gc.collect()
     for _ in range(3):  # runs that could reuse the memory if the view did not hold it
-        harness.forward("GRU", x, rg.GRUDescriptor())
-    np.testing.assert_array_equal(view, expected)
+        forward(case, x)
+    assert_close(view, expected, "identical", "the view")
 
 
-def test_outputs_are_aligned_and_repeated_runs_identical():
+@pytest.mark.parametrize("cell", CELLS)
+def test_outputs_are_aligned_and_repeated_runs_identical(cell, rng):
     # Odd sizes: rows at every alignment; the element-wise code must split them the same way
     # on every run, which 64-byte aligned outputs guarantee.
-    rng = np.random.default_rng(6)
-    for cell in ("singleGateRNN", "LSTM", "GRU"):
-        x = harness.make_inputs(cell, rng, T=5, N=3, I=7, H=37, mask=True, peephole=True,
-                                secondaryBias=True)
-        desc = harness.descriptor(cell, training=True)
-        dy = rng.standard_normal((5, 3, 37))
-        runs = [(harness.forward(cell, x, desc), harness.gradients(cell, x, desc, dy)) for _ in range(4)]
-        for out, grads in runs:
-            for array in (*out.values(), *grads.values()):
-                assert array.ctypes.data % 64 == 0
-        for out, grads in runs[1:]:
-            for key in out:
-                np.testing.assert_array_equal(out[key], runs[0][0][key], err_msg=f"{cell} {key}")
-            for key in grads:
-                np.testing.assert_array_equal(grads[key], runs[0][1][key], err_msg=f"{cell} d{key}")
+    case = Case(cell, signal="dy", T=5, N=3, I=7, H=37).with_all_inputs()
+    x = draw_inputs(case, rng)
+    sig = signals(case, rng)
+    runs = [run(case, x, sig) for _ in range(4)]
+    for out, grads in runs:
+        for array in (*out.values(), *grads.values()):
+            assert array.ctypes.data % 64 == 0
+    for out, grads in runs[1:]:
+        assert_all_close(out, runs[0][0], "identical", f"{cell} outputs")
+        assert_all_close(grads, runs[0][1], "identical", f"{cell} gradients")
 
 
-def test_large_outputs_start_on_a_huge_page_boundary():
+def test_large_outputs_start_on_a_huge_page_boundary(rng):
     # Outputs of 2 MiB or more are 2 MiB aligned (and marked for transparent huge pages), so
     # the kernels' streams over them touch few pages.
-    rng = np.random.default_rng(7)
-    x = harness.make_inputs("LSTM", rng, T=64, N=16, I=8, H=256)
-    out = harness.forward("LSTM", x, harness.descriptor("LSTM", training=True))
+    case = Case("LSTM", initState="[N,DH]", initCell="[N,DH]", T=64, N=16, I=8, H=256)
+    out = forward(case, draw_inputs(case, rng))
     large = [array for array in out.values() if array.nbytes >= 2 << 20]
     assert large, "the shapes above should give outputs of 2 MiB or more"
     for array in large:

@@ -7,133 +7,130 @@ BLAS above) and on one and two threads."""
 import numpy as np
 import pytest
 
-import harness
 import rnngraph as rg
 from rnngraph._native import core
+from toolkit import (
+    CELLS,
+    Case,
+    assert_all_close,
+    assert_close,
+    blas_threads,
+    draw_inputs,
+    float32_and_float64,
+    forward,
+    gradients,
+    reference,
+    signals,
+)
 
 WEIGHTS = ("recurrentWeight", "inputWeight")
 
 
-def forward_with_constant_weights(cell, arrays, desc, runs=2):
-    """Build the op with its weights as constants; run it ``runs`` times (one result per run)."""
+def constant_weights_graph(case, x, descriptor):
+    """The op of ``case`` with its weights as graph constants and the other inputs as
+    placeholders; returns (graph, tensors by label, the op's outputs)."""
     g = rg.Graph()
-    dtype = rg.float64 if arrays["source"].dtype == np.float64 else rg.float32
+    dtype = rg.float64 if x["source"].dtype == np.float64 else rg.float32
     tensors = {k: g.constant(v, name=k) if k in WEIGHTS
-               else g.placeholder(shape=v.shape, dataType=dtype, name=k) for k, v in arrays.items()}
-    source = tensors.pop("source")
-    outputs = getattr(g, cell)(source, **tensors, descriptor=desc)
-    tensors["source"] = source
-    feeds = {tensors[k]: v for k, v in arrays.items() if k not in WEIGHTS}
+               else g.placeholder(shape=v.shape, dataType=dtype, name=k) for k, v in x.items()}
+    inputs = {k: v for k, v in tensors.items() if k != "source"}
+    outputs = getattr(g, case.cell)(tensors["source"], **inputs, descriptor=descriptor)
+    return g, tensors, outputs
+
+
+def placeholder_feeds(tensors, x):
+    return {tensor: x[k] for k, tensor in tensors.items() if k not in WEIGHTS}
+
+
+def forward_with_constant_weights(case, x, runs=2, training=False):
+    """h of the op with constant weights, once per run."""
+    g, tensors, outputs = constant_weights_graph(case, x, case.descriptor(training=training))
+    feeds = placeholder_feeds(tensors, x)
     return [g.run(feeds=feeds, targetTensors=outputs)[outputs[0]] for _ in range(runs)]
 
 
-# cell, descriptor properties
-CASES = [
-    ("singleGateRNN", {}),
-    ("singleGateRNN", {"bidirectional": True}),
-    ("LSTM", {}),
-    ("LSTM", {"reverse": True, "forgetGateLast": True}),
-    ("LSTM", {"bidirectional": True}),
-    ("GRU", {"resetAfter": False}),
-    ("GRU", {"resetAfter": True, "bidirectional": True}),
-    ("GRU", {"resetAfter": True, "flipZ": True, "training": True}),
-]
+def _states(cell, **sizes):
+    """The case with its initial states given (non-zero, so R acts at step 0 too)."""
+    return Case(cell, initState="[N,DH]", initCell="[N,DH]" if cell == "LSTM" else None, **sizes)
+
+
+# cell, case id (direction and flags), training
+KINDS = [("singleGateRNN", "fwd", False), ("singleGateRNN", "bi", False), ("LSTM", "fwd", False),
+         ("LSTM", "reverse-forgetGateLast", False), ("LSTM", "bi", False),
+         ("GRU", "fwd", False), ("GRU", "bi-resetAfter", False),
+         ("GRU", "fwd-resetAfter-flipZ", True)]
 # T, N, I, H: few rows (packed projection), more than 256 rows (BLAS projection), a hidden
 # size that leaves the packed panels partly padding
 SHAPES = [(3, 2, 5, 7), (40, 8, 6, 5), (4, 3, 9, 37)]
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "T{}-N{}-I{}-H{}".format(*s))
-@pytest.mark.parametrize("case", CASES, ids=lambda c: c[0] + "-" + "-".join(sorted(c[1])))
+@pytest.mark.parametrize("cell,text,training", KINDS,
+                         ids=[f"{c}-{t}" + "-training" * tr for c, t, tr in KINDS])
 @pytest.mark.parametrize("inputWeight", [True, False], ids=["W", "noW"])
-def test_constant_weights_match_fed_weights_and_reference(case, shape, inputWeight):
-    cell, props = case
+def test_constant_weights_match_fed_weights_and_reference(cell, text, training, shape,
+                                                          inputWeight, rng):
     T, N, I, H = shape
-    rng = np.random.default_rng(11)
-    x = harness.make_inputs(cell, rng, T=T, N=N, I=I, H=H, bidirectional=props.get("bidirectional", False),
-                            inputWeight=inputWeight, mask=True, peephole=True, secondaryBias=True)
-    desc = harness.descriptor(cell, **props)
-    first, second = forward_with_constant_weights(cell, x, desc)
-    fed = harness.forward(cell, x, desc)["h"]
-    reference = harness.reference_forward(cell, x, desc)["h"]
-    np.testing.assert_array_equal(first, second)  # the cached packing gives the same result
-    np.testing.assert_allclose(first, fed, rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(first, reference, rtol=1e-11, atol=1e-11)
+    case = Case.parse(cell, text).but(T=T, N=N, I=I, H=H).with_all_inputs(inputWeight=inputWeight)
+    x = draw_inputs(case, rng)
+    first, second = forward_with_constant_weights(case, x, training=training)
+    assert_close(first, second, "identical", "the cached packing, second run")
+    assert_close(first, forward(case, x)["h"], "float64", "constant against fed weights")
+    assert_close(first, reference(case, x)["h"], "float64_medium", "against the reference")
 
 
 @pytest.mark.parametrize("cell", ["LSTM", "GRU"])
-def test_constant_weights_in_float32_against_float64(cell):
-    rng = np.random.default_rng(3)
-    x64 = harness.make_inputs(cell, rng, T=6, N=3, I=20, H=40, scale=0.3)
-    x32 = {k: v.astype(np.float32) for k, v in x64.items()}
-    desc = harness.descriptor(cell)
-    (h32, _), (h64, _) = (forward_with_constant_weights(cell, x, desc) for x in (x32, x64))
+def test_constant_weights_in_float32_against_float64(cell, rng):
+    case = _states(cell, T=6, N=3, I=20, H=40)
+    x32, x64 = float32_and_float64(case, rng, scale=0.3)
+    (h32, _), (h64, _) = (forward_with_constant_weights(case, x) for x in (x32, x64))
     assert h32.dtype == np.float32
-    np.testing.assert_allclose(h32, h64, rtol=0, atol=2e-6)  # float32 rounding over 40-term sums
+    assert_close(h32, h64, "float32_forward", cell)
 
 
-@pytest.fixture
-def threads():
-    saved = rg.get_num_threads()
-    yield
-    rg.set_num_threads(saved)
-
-
-@pytest.mark.parametrize("cell", ["singleGateRNN", "LSTM", "GRU"])
+@pytest.mark.parametrize("cell", CELLS)
 @pytest.mark.parametrize("N", [1, 20])
-def test_constant_weights_on_two_threads(cell, N, threads):
+def test_constant_weights_on_two_threads(cell, N, rng):
     # Large enough for a threaded input projection and for threads sharing each step.
-    rng = np.random.default_rng(5)
-    x = harness.make_inputs(cell, rng, T=5, N=N, I=160, H=96, scale=0.3)
-    desc = harness.descriptor(cell)
+    case = _states(cell, T=5, N=N, I=160, H=96)
+    x = draw_inputs(case, rng, scale=0.3)
     results = []
     for n in (1, 2):
-        rg.set_num_threads(n)
-        results.append(forward_with_constant_weights(cell, x, desc, runs=1)[0])
-    np.testing.assert_allclose(results[1], results[0], rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(results[1], harness.reference_forward(cell, x, desc)["h"],
-                               rtol=1e-11, atol=1e-11)
+        with blas_threads(n):
+            results.append(forward_with_constant_weights(case, x, runs=1)[0])
+    assert_close(results[1], results[0], "float64", "2 threads against 1")
+    assert_close(results[1], reference(case, x)["h"], "float64_medium", "against the reference")
 
 
 @pytest.mark.parametrize("N", list(range(1, 14)))
-def test_every_row_count_of_the_packed_step_product_in_float32(N, threads):
+def test_every_row_count_of_the_packed_step_product_in_float32(N, rng):
     # The packed product takes few rows three panels at a time, up to six two at a time
     # (AVX-512), more in tiles of up to 12: each count, against the float64 reference.
-    rng = np.random.default_rng(100 + N)
-    x = harness.make_inputs("LSTM", rng, T=4, N=N, I=24, H=80, scale=0.3)
-    desc = harness.descriptor("LSTM")
-    reference = harness.reference_forward("LSTM", x, desc)["h"]
-    x32 = {k: v.astype(np.float32) for k, v in x.items()}
+    case = _states("LSTM", T=4, N=N, I=24, H=80)
+    x32, x64 = float32_and_float64(case, rng, scale=0.3)
+    expected = reference(case, x64)["h"]
     for n in (1, 2):
-        rg.set_num_threads(n)
-        h = forward_with_constant_weights("LSTM", x32, desc, runs=1)[0]
-        np.testing.assert_allclose(h, reference, rtol=0, atol=2e-6)
+        with blas_threads(n):
+            h = forward_with_constant_weights(case, x32, runs=1)[0]
+        assert_close(h, expected, "float32_forward", f"{n} threads")
 
 
-def test_gradient_op_with_constant_weights():
-    cell = "LSTM"
-    rng = np.random.default_rng(8)
-    x = harness.make_inputs(cell, rng, T=4, N=3, I=5, H=6)
-    g = rg.Graph()
-    tensors = {k: g.constant(v, name=k) if k in WEIGHTS
-               else g.placeholder(shape=v.shape, dataType=rg.float64, name=k) for k, v in x.items()}
-    desc = harness.descriptor(cell, training=True)
-    source = tensors.pop("source")
-    h, c, z = g.LSTM(source, **tensors, descriptor=desc)
-    dy = rng.standard_normal(h.shape)
-    dy_t = g.placeholder(shape=dy.shape, dataType=rg.float64)
-    grads = g.LSTMGradients(source, **tensors, sourceGradient=dy_t, zState=z, cellOutputFwd=c,
-                            descriptor=desc)
-    feeds = {source: x["source"], dy_t: dy}
-    feeds.update({tensors[k]: v for k, v in x.items() if k not in WEIGHTS and k != "source"})
-    result = g.run(feeds=feeds, targetTensors=grads)
-    expected = harness.gradients(cell, x, desc, dy)
-    for label, tensor in zip(grads[0].op.attrs["returned"], grads):
-        np.testing.assert_allclose(result[tensor], expected[label], rtol=1e-12, atol=1e-12, err_msg=label)
+def test_gradient_op_with_constant_weights(rng):
+    case = _states("LSTM", T=4, N=3, I=5, H=6, signal="dy")
+    x = draw_inputs(case, rng)
+    g, tensors, (h, c, z) = constant_weights_graph(case, x, case.descriptor(training=True))
+    sig = signals(case, rng)
+    dy = g.placeholder(shape=h.shape, dataType=rg.float64, name="dy")
+    inputs = {k: v for k, v in tensors.items() if k != "source"}
+    grads = g.LSTMGradients(tensors["source"], **inputs, sourceGradient=dy, zState=z,
+                            cellOutputFwd=c, descriptor=case.descriptor())
+    result = g.run(feeds=placeholder_feeds(tensors, x) | {dy: sig.dy}, targetTensors=grads)
+    expected = gradients(case, x, sig)
+    assert_all_close(dict(zip(case.returned, (result[t] for t in grads))), expected, "float64",
+                     "constant against fed weights")
 
 
-def test_packed_weights_of_another_shape_are_refused():
-    rng = np.random.default_rng(1)
+def test_packed_weights_of_another_shape_are_refused(rng):
     R = rng.standard_normal((8, 2))
     W = rng.standard_normal((8, 3))
     lstm = core.LSTMOptions()

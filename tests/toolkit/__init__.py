@@ -61,10 +61,12 @@ Forced kernel paths (paths.py)
     ``forced_paths(product=, tile=, split=)``: run a block on named kernel paths
     (test_paths.py); imported on its own, not re-exported here.
 Ops built, not run (placeholders.py)
-    ``build(case, gradient, shapes=, dtypes=, descriptor=)`` on float32 placeholders;
-    ``build_pair(case, forward_descriptor, gradient_descriptor)`` (a forward op wired into its
-    gradient op); ``input_shapes(case, gradient)``; ``every_input(cell, id)`` at ``SIZES``:
-    for the tests of what an op refuses (tests/errors/); imported on its own.
+    ``on_placeholders(case, gradient, shapes=, dataType=, dtypes=, names=, descriptor=,
+    name=)`` -> (graph, {label: placeholder}, outputs); ``build(...)`` -> outputs;
+    ``feeds(placeholders, x)``; ``build_pair(case, forward_descriptor, gradient_descriptor)``
+    (a forward op wired into its gradient op); ``input_shapes(case, gradient)``;
+    ``every_input(cell, id)`` at ``SIZES``: for the tests of what an op refuses (tests/errors/)
+    and of the Graph surface; imported on its own.
 SPEC facts (spec.py)
     ``GATES``, ``SLOTS``/``SLOT_DEFAULTS``, ``RETURNED``, ``GRADIENT_OPS``, ``KINKS``,
     ``KINK_MARGIN``, ``output_names``, ``gate_order``: defined here only; tests never repeat

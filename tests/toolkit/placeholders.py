@@ -1,12 +1,14 @@
 """Ops built on placeholders of chosen shapes and dtypes, and not run: for the tests of what
-an op refuses at build time (tests/errors/).
+an op refuses at build time (tests/errors/) and of the Graph surface.
 
 ``input_shapes(case, gradient)`` gives the shape of every input the case passes (SPEC
 section 1), with ``gradient`` also the gradient op's saved tensors and cotangents (section 6);
-``build`` builds the forward or gradient op on placeholders of those shapes, some of them
-overridden, and returns what the op returns; ``build_pair`` wires a training forward op into
-its gradient op, each with its own descriptor. ``every_input`` gives the case of these tests:
-every input the cell takes, at sizes that differ from each other (a swapped dimension shows).
+``on_placeholders`` builds the forward or gradient op on placeholders of those shapes, some
+of them overridden, and returns the graph, the placeholders and what the op returns
+(``build``: only that; ``feeds`` pairs the placeholders with arrays); ``build_pair`` wires a
+training forward op into its gradient op, each with its own descriptor. ``every_input``
+gives the case of the error tests: every input the cell takes, at sizes that differ from
+each other (a swapped dimension shows).
 """
 
 from __future__ import annotations
@@ -59,21 +61,38 @@ def input_shapes(case, gradient: bool = False) -> dict:
     return shapes
 
 
-def build(case, gradient: bool = False, *, shapes=None, dtypes=None,
-          descriptor=_CASE_DESCRIPTOR) -> list:
-    """Build the forward (or gradient) op of ``case`` on float32 placeholders and return
-    its outputs. ``shapes`` overrides input shapes (None: the input is passed as None) and
-    adds inputs; ``dtypes`` gives some labels another ``rg.DataType``; ``descriptor``
-    replaces the case's own (anything, to test what is refused)."""
+def on_placeholders(case, gradient: bool = False, *, shapes=None, dataType=rg.float32,
+                    dtypes=None, names=None, descriptor=_CASE_DESCRIPTOR, name=None) -> tuple:
+    """The forward (or gradient) op of ``case`` built on placeholders of ``input_shapes``,
+    not run: (graph, {label: placeholder}, the op's outputs). ``shapes`` overrides shapes
+    (a dimension may be None; a shape of None passes None for that input) and adds inputs;
+    placeholders are ``dataType`` except the labels ``dtypes`` names, and named by label
+    except those ``names`` renames; ``descriptor`` replaces the case's own (anything, to test
+    what is refused); ``name`` names the op."""
     g = rg.Graph()
-    dtypes = dtypes or {}
+    dtypes, names = dtypes or {}, names or {}
     ph = {label: None if shape is None else
-          g.placeholder(shape=shape, dataType=dtypes.get(label, rg.float32), name=label)
+          g.placeholder(shape=shape, dataType=dtypes.get(label, dataType),
+                        name=names.get(label, label))
           for label, shape in (input_shapes(case, gradient) | (shapes or {})).items()}
     if descriptor is _CASE_DESCRIPTOR:
         descriptor = case.descriptor()
-    source = ph.pop("source")
-    return getattr(g, op_name(case.cell, gradient))(source, **ph, descriptor=descriptor)
+    inputs = {label: tensor for label, tensor in ph.items() if label != "source"}
+    extra = {} if name is None else {"name": name}
+    outputs = getattr(g, op_name(case.cell, gradient))(ph["source"], **inputs,
+                                                        descriptor=descriptor, **extra)
+    return g, {label: tensor for label, tensor in ph.items() if tensor is not None}, outputs
+
+
+def feeds(placeholders: dict, x: dict) -> dict:
+    """{placeholder: array} for every label of ``x``."""
+    return {placeholders[label]: array for label, array in x.items()}
+
+
+def build(case, gradient: bool = False, **options) -> list:
+    """The outputs of ``on_placeholders`` (float32 placeholders unless ``dtypes`` says
+    otherwise)."""
+    return on_placeholders(case, gradient, **options)[2]
 
 
 def build_pair(case, forward_descriptor, gradient_descriptor) -> list:
