@@ -82,7 +82,8 @@ def test_every_activation_combination_matches_reference(case, rng):
 
 def test_case_ids_spell_every_combination():
     """Each pytest id above spells its case, and no two cases of a list share an id."""
-    for params, count in ((FLAG_CASES, 4 * 2 ** 4), (ACTIVATION_CASES, 5 ** 3 * 2)):
+    for params, count in ((FLAG_CASES, len(DIRECTIONS) * 2 ** 4),
+                          (ACTIVATION_CASES, len(ACTIVATIONS) ** len(SLOTS[CELL]) * 2)):
         assert len({p.id for p in params}) == len(params) == count
         for param in params:
             assert Case.parse(CELL, param.id) == param.values[0], param.id
@@ -200,7 +201,7 @@ def test_absent_inputs_and_state_layouts(case, rng):
     """SPEC.md section 1: without inputWeight the source is x' [T, N, D·3H] (as with W = I);
     an absent bias or initState means zeros; initState [1, N, D·H] is [N, D·H]."""
     x = make_inputs(case, rng)
-    assert x["source"].shape[-1] == (case.I if case.inputWeight else case.D * 3 * case.H)
+    assert x["source"].shape[-1] == (case.I if case.inputWeight else case.D * case.G * case.H)
     out = check_forward(case, x)
     explicit = forward(*explicit_inputs(case, x))
     assert_all_close(explicit, out, "identical" if case.inputWeight else "float64", case.id)
@@ -257,7 +258,8 @@ def test_bidirectional_is_two_independent_directions(threads, rng):
         both = forward(case, x)
         for d in (0, 1):
             half, half_x = one_direction(case, x, d)
-            h, z = slice(d * case.H, (d + 1) * case.H), slice(d * 3 * case.H, (d + 1) * 3 * case.H)
+            GH = case.G * case.H
+            h, z = slice(d * case.H, (d + 1) * case.H), slice(d * GH, (d + 1) * GH)
             assert_all_close({"h": both["h"][..., h], "zState": both["zState"][..., z]},
                              forward(half, half_x), "identical", half.direction)
 
@@ -279,7 +281,7 @@ def test_unknown_dimensions_at_build_time(rng):
     x = make_inputs(case, rng)
     dynamic = {"source": (None, None, 3), "initState": (None, None), "mask": (None, None, None)}
     outs, run = build(x, case.descriptor(training=True), shapes=dynamic)
-    assert [t.shape for t in outs] == [(None, None, 4), (None, None, 12)]
+    assert [t.shape for t in outs] == [(None, None, case.DH), (None, None, case.DH * case.G)]
     assert_all_close(run(), reference(case, x), "float64")
 
 

@@ -170,19 +170,20 @@ def onnxruntime_gru(case, rng):
     model.ir_version = 8
     session = ort.InferenceSession(model.SerializeToString(),
                                    providers=["CPUExecutionProvider"])
-    shapes = ((T, N, I), (D, 3 * H, I), (D, 3 * H, H), (D, 6 * H), (D, N, H))
+    GH = case.G * H
+    shapes = ((T, N, I), (D, GH, I), (D, GH, H), (D, 2 * GH), (D, N, H))
     X, W, R, B, h0 = ((0.6 * rng.standard_normal(s)).astype(np.float32) for s in shapes)
     Y, Y_h = session.run(None, {"X": X, "W": W, "R": R, "B": B, "initial_h": h0})
     assert Y.shape == (T, D, N, H) and Y_h.shape == (D, N, H)
 
-    Wb, Rb = B[:, :3 * H], B[:, 3 * H:]
+    Wb, Rb = B[:, :GH], B[:, GH:]  # gate blocks [z, r, h]: Rb_h is the last H
     # linear_before_reset = 0: all of Rb joins the bias; 1: Rb_h is the secondaryBias.
-    bias = Wb + np.concatenate([Rb[:, :2 * H], (1 - lbr) * Rb[:, 2 * H:]], axis=1)
+    bias = Wb + np.concatenate([Rb[:, :-H], (1 - lbr) * Rb[:, -H:]], axis=1)
     x = {"source": X, "recurrentWeight": R if D == 2 else R[0],
-         "inputWeight": W.reshape(D * 3 * H, I), "bias": bias.reshape(D * 3 * H),
+         "inputWeight": W.reshape(D * GH, I), "bias": bias.reshape(D * GH),
          "initState": state_from_torch(h0).astype(np.float32)}
     if lbr:
-        x["secondaryBias"] = Rb[:, 2 * H:].reshape(D * H)
+        x["secondaryBias"] = Rb[:, -H:].reshape(D * H)
     return x, {"h": Y.transpose(0, 2, 1, 3).reshape(T, N, D * H), "final": state_from_torch(Y_h)}
 
 

@@ -16,6 +16,7 @@ from toolkit.placeholders import SIZES, build, build_pair, every_input, input_sh
 
 T, N, I, H = (SIZES[k] for k in "TNIH")
 UNI, BI = every_input("GRU", "fwd"), every_input("GRU", "bi")
+G = UNI.G  # gates; G + 1 of them is an LSTM's count
 
 
 def refused(op, label, layout, expected, got):
@@ -34,7 +35,7 @@ def refused(op, label, layout, expected, got):
                          ids=["uni", "bi"])
 def test_recurrent_weight_of_four_gates(case, layout):
     shape = input_shapes(case)["recurrentWeight"]
-    four = shape[:-2] + (4 * H, H)
+    four = shape[:-2] + ((G + 1) * H, H)
     with refused("GRU", "recurrentWeight", layout, shape, four):
         build(case, shapes={"recurrentWeight": four})
 
@@ -47,8 +48,8 @@ def test_recurrent_weight_checked_at_run_time_when_unknown_at_build_time():
     (h,) = g.GRU(ph["source"], **{k: v for k, v in ph.items() if k != "source"},
                  descriptor=UNI.descriptor())
     feeds = {ph[k]: np.zeros(s) for k, s in shapes.items()}
-    feeds[ph["recurrentWeight"]] = np.zeros((4 * H, H))
-    with refused("GRU", "recurrentWeight", "[3H, H]", (3 * H, H), (4 * H, H)):
+    feeds[ph["recurrentWeight"]] = np.zeros(((G + 1) * H, H))
+    with refused("GRU", "recurrentWeight", "[3H, H]", shapes["recurrentWeight"], ((G + 1) * H, H)):
         g.run(feeds=feeds, targetTensors=[h])
 
 
@@ -65,8 +66,8 @@ def test_secondary_bias_of_wrong_size(case, shape, after):
         build(case.but(resetAfter=after), shapes={"secondaryBias": shape})
 
 
-@pytest.mark.parametrize("case, shape, layout", [(UNI, (T, N, 4 * H), "[T, N, 3H]"),
-                                                 (BI, (T, N, 3 * H), "[T, N, 6H]")],
+@pytest.mark.parametrize("case, shape, layout", [(UNI, (T, N, (G + 1) * H), "[T, N, 3H]"),
+                                                 (BI, (T, N, G * H), "[T, N, 6H]")],
                          ids=["uni-4H", "bi-3H"])
 def test_projected_source_of_wrong_width(case, shape, layout):
     """Without inputWeight the source is x', [T, N, D·3H]."""
@@ -89,12 +90,12 @@ def test_gradients_without_output_fwd():
 
 
 WRONG_GRADIENT_INPUTS = [
-    ("outputFwd", (T, N, 3 * H), "[T, N, H]"),
+    ("outputFwd", (T, N, G * H), "[T, N, H]"),
     ("outputFwd", (T + 1, N, H), "[T, N, H]"),
-    ("outputFwd", (N, 3 * H), "[T, N, H]"),  # wrong rank
-    ("zState", (T, N, 4 * H), "[T, N, 3H]"),
+    ("outputFwd", (N, G * H), "[T, N, H]"),  # wrong rank
+    ("zState", (T, N, (G + 1) * H), "[T, N, 3H]"),
     ("secondaryBias", (2 * H,), "[H]"),
-    ("recurrentWeight", (4 * H, H), "[3H, H]"),
+    ("recurrentWeight", ((G + 1) * H, H), "[3H, H]"),
 ]
 
 
