@@ -80,11 +80,6 @@ Writing a test for a new option:
    it, pass it through ``runner.reference_options``.
 3. Add cases using it to the cell's test files (``cases(cell, *ids)`` checks each id is
    canonical). Pick a tolerance from ``TOLERANCES``; a new one needs a one-line reason.
-
-From the old helpers: ``lstm_helpers.draw_inputs`` -> ``make_inputs`` (``accept`` now gets
-pre-activations by slot); ``lh.cotangents`` -> ``signals``; ``lh.run_forward`` /
-``run_gradients`` -> ``forward`` / ``gradients``; the GRU tests' ``gate_preactivations`` ->
-``reference(..., return_preactivations=True)``; ``harness.*`` -> the ``*_op`` functions.
 """
 
 from .case import Case, cases, layout_dims
