@@ -22,7 +22,7 @@ def latest(scaling: bool = False, folder: Path = RESULTS):
             return json.loads(path.read_text())["meta"]["date"], path.stat().st_mtime
         except (KeyError, ValueError):
             return "", path.stat().st_mtime
-    files = [p for p in folder.glob("*.json") if p.name.startswith("scaling") == scaling]
+    files = list(folder.glob("scaling-*.json" if scaling else "run-*.json"))
     return max(files, key=key, default=None)
 
 

@@ -40,6 +40,7 @@ class Workload:
     constant_weights: bool = False
     mask: bool = False
     split: str = "serial"  # the time loops' split while the site is measured
+    held: tuple = ()  # other sites held at "never" (their decision would hide this one's)
 
     def work(self) -> int:
         """The size the site's threshold is compared with (tuning.hpp's units)."""
@@ -62,10 +63,10 @@ def sweep(site, cell, train, sizes, **fixed):
 WORKLOADS = (
     # The time loops cut into row chunks (16 rows: two chunks of 8), T steps.
     sweep("recurrence", "LSTM", False, [{"H": h} for h in (8, 16, 24, 32, 48, 64)],
-          T=16, N=16, I=16, split="auto")
+          T=16, N=16, I=16, split="auto", held=("step",))
     # One step (T = 1) whose product alone may pay for a second thread.
     + sweep("step", "LSTM", False, [{"H": h} for h in (16, 32, 48, 64, 96, 128)],
-            T=1, N=16, I=16, split="auto")
+            T=1, N=16, I=16, split="auto", held=("recurrence",))
     # The weight-gradient products of a training step.
     + sweep("gemm", "singleGateRNN", True, [{"H": h, "I": h} for h in (48, 64, 96, 128, 192, 256)],
             T=8, N=16)
@@ -112,13 +113,17 @@ def measure(w: Workload, budget_s: float) -> dict:
             step()
         settings[name] = timed
     core._force_paths(split=w.split)
+    for site in w.held:
+        core._set_parallel_threshold(site, NEVER)
     try:
         times = measure_interleaved(settings, budget_s=budget_s, settle_s=0.05)
     finally:
         core._force_paths()
-        core._set_parallel_threshold(w.site, -1)
+        for site in (w.site, *w.held):
+            core._set_parallel_threshold(site, -1)
     return {"site": w.site, "work": w.work(), "size": {k: getattr(w, k) for k in "TNIH"},
-            "parallel_ms": times["parallel"]["median_ms"], "serial_ms": times["serial"]["median_ms"]}
+            "parallel_ms": times["parallel"]["median_ms"], "serial_ms": times["serial"]["median_ms"],
+            "parallel_min_ms": times["parallel"]["min_ms"], "serial_min_ms": times["serial"]["min_ms"]}
 
 
 def crossover(rows: list) -> int | None:
@@ -131,12 +136,13 @@ def crossover(rows: list) -> int | None:
 
 
 def report(results: list, defaults: dict) -> str:
-    lines = ["| site | work | T N I H | serial ms | parallel ms | serial/parallel |",
+    lines = ["| site | work | T N I H | serial ms (min) | parallel ms (min) | serial/parallel |",
              "|---|---|---|---|---|---|"]
     for r in results:
         s = r["size"]
         lines.append(f"| {r['site']} | {r['work']:,} | {s['T']} {s['N']} {s['I']} {s['H']} | "
-                     f"{r['serial_ms']:.4g} | {r['parallel_ms']:.4g} | "
+                     f"{r['serial_ms']:.4g} ({r['serial_min_ms']:.4g}) | "
+                     f"{r['parallel_ms']:.4g} ({r['parallel_min_ms']:.4g}) | "
                      f"{r['serial_ms'] / r['parallel_ms']:.2f} |")
     lines += ["", "| site | default threshold | measured crossover |", "|---|---|---|"]
     for site in dict.fromkeys(r["site"] for r in results):

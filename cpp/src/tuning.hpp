@@ -24,15 +24,28 @@ enum class ParallelSite : int {
   pack,            // packing a weight matrix into panels, elements
   count
 };
-// Defaults, indexed by ParallelSite. Measured on the 2-core development machine (AMD EPYC
-// Zen 5, 2 threads against 1, `python3 benchmarks/thresholds.py`): see each line.
+// Defaults, indexed by ParallelSite. Measured on the 2-core development machine (AMD EPYC,
+// 2 threads, `python3 benchmarks/thresholds.py`, results/thresholds-2026-11-22T200141.md):
+// each site timed always-parallel against always-serial on a sweep of sizes; "crossover" is
+// the smallest size from which the parallel side stays faster (medians). Below it a parallel
+// call loses most to waking a sleeping worker (its median, not its min, is 0.1-0.2 ms slower).
 constexpr Index kParallelDefaults[] = {
-    Index(1) << 21,  // recurrence: 2^21 multiply-adds
-    Index(1) << 17,  // step: 2^17 multiply-adds
-    Index(1) << 22,  // gemm: 2^22 multiply-adds
-    Index(1) << 19,  // projection: 2^19 multiply-adds
-    Index(1) << 18,  // pass: 2^18 elements
-    Index(1) << 18,  // pack: 2^18 elements
+    // recurrence: LSTM T16 N16, row chunks against one thread: crossover 2.36M
+    // (H = 48: 1.34x), and 2^21 = 2.10M sits just below it.
+    Index(1) << 21,
+    // step: LSTM T1 N16: 147K still loses (median 0.13 against 0.03 ms), 262K is 1.20x.
+    Index(1) << 18,
+    // gemm: a single-gate training step's weight-gradient products: 1.18M is 1.17x faster in
+    // parallel (524K: 1.01x, 295K: 0.96x).
+    Index(1) << 20,
+    // projection: packed constant weights, T·N = 64 rows: crossover 590K (1.05x); 2^19.
+    Index(1) << 19,
+    // pass: a masked GRU backward's sequence passes: no gain on 2 cores at any size up to
+    // 524K elements (0.98-1.01x: bound by memory); kept at 2^18 for machines with more
+    // memory bandwidth per core.
+    Index(1) << 18,
+    // pack: packing R for the forward (LSTM, T·N = 32): crossover 147K (1.20x); 2^18.
+    Index(1) << 18,
 };
 static_assert(sizeof(kParallelDefaults) / sizeof(Index) == static_cast<int>(ParallelSite::count));
 
@@ -41,9 +54,15 @@ Index parallel_threshold(ParallelSite site);
 // For measurements only: move a threshold (a negative value restores the default).
 void set_parallel_threshold(ParallelSite site, Index value);
 
+// The path thresholds below were checked with `python3 benchmarks/paths.py` (results/paths-2026-11-22T200624.md),
+// which times each forced path per shape: float32 LSTM forward, I = H.
+
 // ---- How a call spends its threads (driver/work_split.hpp) ----------------------------
 // Row chunks never have fewer rows than this: a thinner chunk runs its step products on too
 // few rows for the register tiles (packed_gemm.cpp), and each chunk streams all of R.
+// (2 threads, T = 16: 8 rows cut in two chunks of 4 gain nothing over one thread at H = 512
+// (0.99x) and lose at H = 32 and 1024; 16 rows in two chunks of 8 are 1.34-1.59x faster than
+// one thread at H = 128 to 1024.)
 constexpr Index kMinChunkRows = 8;
 // Recurrent weights up to this size (bytes per direction) stream from the shared L3 cache
 // fast enough for every thread to read all of them at each step of its own rows. Larger
@@ -54,39 +73,57 @@ constexpr Index kMinChunkRows = 8;
 constexpr Index kStreamedWeightBytes = Index(8) << 20;
 // Threads sharing a step take at least this many hidden units each (one AVX-512 vector of
 // floats): a thinner slice of the gate columns leaves a thread less work than the barrier.
+// (2 threads, T = 16, N = 2: a team is 1.72x faster than one thread at H = 512, even at
+// H = 128 (1.00x) and 1024 (0.99x), and loses at H = 32 (0.78x), where the work split keeps
+// the call on one thread anyway.)
 constexpr Index kTeamUnitsPerThread = 16;
 
 // ---- The forward step's product (driver/direction.hpp) --------------------------------
 // The forward packs Rᵀ into panels once per call when T·N reaches kPackWeightsRows and the
 // batch reaches kPackWeightsBatch or the hidden size is at most kPackWeightsHidden: a batch
-// of a few rows streams R's own rows as dot products faster than a copy is made (a packed
-// copy pays off over 32 or more step rows). The backward always packs R.
+// of a few rows streams R's own rows as dot products faster than a copy is made. The
+// backward always packs R. (1 thread, T = 32: at H = 32 and 128 the packed product is the
+// fastest kernel from N = 1 on (1.6-3.4x over dot products); at H = 512 dot products win
+// for N = 1 (T = 4: 1.91x, T = 32: 1.03x), N = 4 at T = 4 (1.37x) and N = 8 at T = 8 (1.01x),
+// and packing wins from N = 16 (1.27x); T = 32, N = 4 is the one miss (packed 1.14x).)
 constexpr Index kPackWeightsRows = 32;
 constexpr Index kPackWeightsBatch = 16;
 constexpr Index kPackWeightsHidden = 128;
 // Up to this many rows of x, the input projection streams packed weights (a Graph's
 // constants) with the panel kernel; more rows go to the BLAS, which blocks x for its caches.
+// (Not re-measured here: chosen with the panel kernel's many-row tile, which holds 12-16
+// rows of x and streams every panel once per tile, so 256 rows read W 16-21 times.)
 constexpr Index kPackedProjectionRows = 256;
 
 // ---- Product kernels (gemm.cpp) -------------------------------------------------------
 // Below this many multiply-adds a BLAS call costs more in dispatch than in arithmetic
-// (a [1, 32] x [32, 128] step of a tiny LSTM), so the small kernel does the work.
+// (a [1, 32] x [32, 128] step of a tiny LSTM), so the small kernel does the work. Its
+// results are summed in a fixed order too. (1 thread, T = 4: every kernel takes 10-16 µs a
+// call for H ≤ 16, within 20 % of each other: the call's own overhead.)
 constexpr Index kSmallGemm = 32 * 1024;
 // A product A·Bᵀ with at most this many rows (and n·k of at least kDotMinSize) goes to the
-// dot-product kernel along B's rows: the BLAS would repack all of B for a few rows.
+// dot-product kernel along B's rows: the BLAS would repack all of B for a few rows. (1 thread:
+// at H = 512 dot products beat the BLAS 1.7-3.7x for 1 to 8 rows; at H = 32-64 with T = 4 the
+// BLAS is 0-27 % faster, 11 µs or less a call.)
 constexpr Index kDotRows = 16;
 constexpr Index kDotMinSize = 1024;
-// A product cut among threads gives each at least this many rows (or columns) of C.
+// A product cut among threads gives each at least this many rows (or columns) of C: the
+// width of the BLAS's register blocks (16 floats), so no thread gets a part of one. Not
+// measured on its own: products that small stay below the gemm site's threshold anyway.
 constexpr Index kMinGemmBlock = 16;
 
 // ---- Packed-panel tiles (packed_gemm.cpp) ---------------------------------------------
 // Up to this many rows, tiles of three panels (the "few rows" regime): enough independent
-// accumulators to hide the FMA latency of this bandwidth-bound product.
+// accumulators to hide the FMA latency of this bandwidth-bound product. (1 thread, LSTM
+// T = 16, H = 512: 1 row: few 1.03x faster than some, 1.04x than many; 2 rows: 1.01x and
+// 1.09x; 3 rows: some 1.13x faster than few.)
 constexpr int kFewRows = 2;
 // Up to this many rows (AVX-512 only: 24 accumulators), tiles of two panels without
 // prefetching (the "some rows" regime). A product of a few rows is bound by the stream of B
 // from L3, where the hardware prefetcher alone does better: 4-6 rows measured 1.3-1.5x
-// faster this way than in one-panel tiles that prefetch the next panel.
+// faster this way than in one-panel tiles that prefetch the next panel in a product
+// microbenchmark (in a whole LSTM call, H = 512: 1.10-1.15x for 4 and 6 rows); from 8 rows
+// on the many-row tile is as fast or faster (8 rows: 1.04x; 12 and 16: within 1 %).
 constexpr int kSomeRowsWide = 6;
 
 // ---- Waiting (threads.cpp) -------------------------------------------------------------
@@ -94,12 +131,15 @@ constexpr int kSomeRowsWide = 6;
 // few hundred nanoseconds when every thread runs.
 constexpr long kBarrierSpins = 1L << 16;
 // About 100 µs of spinning: a worker that finished a job looks for the next one this long
-// before it sleeps (a wake-up from sleep costs tens of microseconds), so the parallel
-// sections of one call, and of calls made back to back, start at once.
+// before it sleeps, so the parallel sections of one call, and of calls made back to back,
+// start at once. A wake-up from sleep is what a parallel call loses below the thresholds
+// above (medians 0.1-0.2 ms slower than their mins in thresholds-2026-11-22T200141).
 constexpr long kWorkerSpins = 4000;
 
 // ---- Memory kept between calls --------------------------------------------------------
-// Workspace blocks each thread keeps for its next call (workspace.hpp).
+// Workspace blocks each thread keeps for its next call (workspace.hpp): more than the
+// buffers of the largest call (a bidirectional GRU's backward takes 10), so a training loop
+// allocates nothing after its first step.
 constexpr std::size_t kKeptWorkspaceBlocks = 16;
 
 }  // namespace rnngraph::tuning
