@@ -10,28 +10,30 @@ from numpy.typing import NDArray
 
 _Array: TypeAlias = NDArray[Any]
 
-class SingleGateRNNOptions:
-    """singleGateRNN's descriptor, parsed."""
+class _CellOptions:
+    """What the three options types share (a stub-only base: at run time each is its own
+    class)."""
 
     op: ClassVar[str]
     gradient_op: ClassVar[str]
     gates: ClassVar[int]
-    def __init__(
-        self, *, reverse: bool = False, bidirectional: bool = False, activation: int = 1
-    ) -> None: ...
     @property
     def reverse(self) -> bool: ...
     @property
     def bidirectional(self) -> bool: ...
+
+class SingleGateRNNOptions(_CellOptions):
+    """singleGateRNN's descriptor, parsed."""
+
+    def __init__(
+        self, *, reverse: bool = False, bidirectional: bool = False, activation: int = 1
+    ) -> None: ...
     @property
     def activation(self) -> int: ...
 
-class LSTMOptions:
+class LSTMOptions(_CellOptions):
     """LSTM's descriptor, parsed."""
 
-    op: ClassVar[str]
-    gradient_op: ClassVar[str]
-    gates: ClassVar[int]
     def __init__(
         self,
         *,
@@ -45,10 +47,6 @@ class LSTMOptions:
         activation: int = 2,
     ) -> None: ...
     @property
-    def reverse(self) -> bool: ...
-    @property
-    def bidirectional(self) -> bool: ...
-    @property
     def forgetGateLast(self) -> bool: ...
     @property
     def inputGateActivation(self) -> int: ...
@@ -61,12 +59,9 @@ class LSTMOptions:
     @property
     def activation(self) -> int: ...
 
-class GRUOptions:
+class GRUOptions(_CellOptions):
     """GRU's descriptor, parsed."""
 
-    op: ClassVar[str]
-    gradient_op: ClassVar[str]
-    gates: ClassVar[int]
     def __init__(
         self,
         *,
@@ -79,10 +74,6 @@ class GRUOptions:
         resetGateActivation: int = 3,
         outputGateActivation: int = 2,
     ) -> None: ...
-    @property
-    def reverse(self) -> bool: ...
-    @property
-    def bidirectional(self) -> bool: ...
     @property
     def resetGateFirst(self) -> bool: ...
     @property
