@@ -45,6 +45,22 @@ inline py::array as_array(const py::object& obj, const std::string& where) {
   return py::reinterpret_borrow<py::array>(obj);
 }
 
+// Whether a's elements are S in native byte order. Compared by type number and byte order,
+// not by dtype object identity: an array that went through pickle (multiprocessing, a
+// worker process, a file) or whose dtype carries metadata has an equal, not the same,
+// dtype object.
+template <class S>
+bool elements_are(const py::array& a) {
+  const py::dtype d = a.dtype();
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  constexpr char native = '<';
+#else
+  constexpr char native = '>';
+#endif
+  const char order = d.byteorder();
+  return d.num() == py::dtype::of<S>().num() && (order == '=' || order == '|' || order == native);
+}
+
 // A checked, read-only view of an input; nullptr when the optional input is None. (Error
 // messages are built only on failure: this runs for every array of every call.)
 template <class S>
@@ -57,7 +73,7 @@ const S* input(const py::object& obj, const std::string& op, const char* label,
   }
   if (!py::isinstance<py::array>(obj)) as_array(obj, where());  // raises the TypeError
   const auto a = py::reinterpret_borrow<py::array>(obj);
-  if (!a.dtype().is(py::dtype::of<S>())) {
+  if (!elements_are<S>(a)) {
     throw py::type_error(where() + ": expected dtype " + std::string(py::str(py::dtype::of<S>())) +
                          " (all tensors of one op share the source's dtype), got " +
                          std::string(py::str(a.dtype())));

@@ -248,8 +248,8 @@ template <class Fn>
 auto dispatch(const std::string& op, const char* label, const py::object& array, Fn&& fn) {
   if (array.is_none()) throw py::value_error(op + ": " + label + " is required");
   py::array a = as_array(array, op + ": " + label);
-  if (a.dtype().is(py::dtype::of<float>())) return fn(float{});
-  if (a.dtype().is(py::dtype::of<double>())) return fn(double{});
+  if (elements_are<float>(a)) return fn(float{});
+  if (elements_are<double>(a)) return fn(double{});
   throw py::type_error(op + ": " + label + ": expected dtype float32 or float64, got " +
                        std::string(py::str(a.dtype())));
 }

@@ -4,6 +4,7 @@
 // and the weight gradients' products after the loops.
 #pragma once
 
+#include <algorithm>
 #include <vector>
 
 #include "projection.hpp"
@@ -24,6 +25,20 @@ inline ProductPath forward_product(const RNNShape& s, bool packed_earlier) {
   return packed_earlier || pack ? ProductPath::packed : ProductPath::automatic;
 }
 
+// An empty batch's gradients: the weights' are zeros, the rest are empty.
+template <class S>
+void empty_batch_gradients(const RNNShape& s, const GradientArgs<S>& a) {
+  const Index D = s.D(), H = s.H, GH = s.GH();
+  auto zeros = [](S* p, Index count) {
+    if (p) std::fill(p, p + count, S(0));
+  };
+  zeros(a.recurrentWeightGrad, D * GH * H);
+  if (s.has_input_weight) zeros(a.inputWeightGrad, s.DGH() * s.I);
+  zeros(a.biasGrad, s.DGH());
+  zeros(a.peepholeGrad, D * 4 * H);
+  zeros(a.secondaryBiasGrad, D * H);
+}
+
 }  // namespace detail
 
 template <class Cell, class S>
@@ -33,6 +48,7 @@ void recurrent_forward(const Cell& cell, const RNNShape& s, bool reverse, const 
   require(!a.packed || a.packed->matches(s),
           std::string(Cell::name) + ": packed weights of another shape");
   require(!Cell::has_cell_state || a.cellOutput, std::string(Cell::name) + ": missing cell buffer");
+  if (s.T == 0 || s.N == 0) return;  // every output is empty
   FlushDenormals flush;
   const Index TN = s.T * s.N, DGH = s.DGH();
 
@@ -94,6 +110,7 @@ void recurrent_gradients(const Cell& cell, const RNNShape& s, bool reverse,
           gradient_op + "outputFwd is required");
   require(Cell::saved != SavedSequence::cellOutputFwd || a.cellOutputFwd,
           gradient_op + "cellOutputFwd is required");
+  if (s.N == 0) return detail::empty_batch_gradients(s, a);  // no time loop over nothing
   FlushDenormals flush;
   const Index TN = s.T * s.N, I = s.I, H = s.H, GH = s.GH(), DGH = s.DGH();
   const Index RGH = cell.recurrent_gates() * H;
