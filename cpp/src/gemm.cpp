@@ -2,9 +2,13 @@
 
 #include "parallel.hpp"
 #include "simd.hpp"
+#include "rnngraph/memory.hpp"
 #include "tuning.hpp"
 
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <type_traits>
 
@@ -138,6 +142,35 @@ bool try_recurrent(Trans ta, Trans tb, Index m, Index n, Index k, S alpha, const
   return true;
 }
 
+// OpenBLAS takes a buffer (32 MiB on x86-64) from a pool of its own for each call. A call
+// made while more threads are inside the BLAS than ever before makes it map another, and if
+// that fails it prints "Memory allocation still failed after 10 retries" and ends the
+// process. So before such a call rnngraph checks that twice that much address space can be
+// had, and raises a memory error instead (AllocationError) when it cannot.
+constexpr size_t kBlasBufferProbe = size_t(64) << 20;
+std::atomic<int> blas_callers{0}, blas_callers_peak{0};
+
+class BlasCall {
+ public:
+  BlasCall() {
+    const int now = blas_callers.fetch_add(1, std::memory_order_acq_rel) + 1;
+    int peak = blas_callers_peak.load(std::memory_order_acquire);
+    if (now <= peak) return;
+    void* probe = mmap(nullptr, kBlasBufferProbe, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (probe == MAP_FAILED) {
+      blas_callers.fetch_sub(1, std::memory_order_acq_rel);
+      throw AllocationError(kBlasBufferProbe);
+    }
+    munmap(probe, kBlasBufferProbe);
+    while (now > peak && !blas_callers_peak.compare_exchange_weak(peak, now)) {
+    }
+  }
+  ~BlasCall() { blas_callers.fetch_sub(1, std::memory_order_acq_rel); }
+  BlasCall(const BlasCall&) = delete;
+  BlasCall& operator=(const BlasCall&) = delete;
+};
+
 // Leading dimensions must be at least 1 even for empty operands.
 blasint ld(Index v) { return static_cast<blasint>(std::max<Index>(v, 1)); }
 
@@ -148,6 +181,7 @@ void blas_gemm(Trans ta, Trans tb, Index m, Index n, Index k, S alpha, const S* 
 template <>
 void blas_gemm<float>(Trans ta, Trans tb, Index m, Index n, Index k, float alpha, const float* a,
                       Index lda, const float* b, Index ldb, float beta, float* c, Index ldc) {
+  const BlasCall guard;
   RNNGRAPH_CBLAS(sgemm)(CblasRowMajor, cblas_trans(ta), cblas_trans(tb), static_cast<blasint>(m),
                         static_cast<blasint>(n), static_cast<blasint>(k), alpha, a, ld(lda), b,
                         ld(ldb), beta, c, ld(ldc));
@@ -156,6 +190,7 @@ void blas_gemm<float>(Trans ta, Trans tb, Index m, Index n, Index k, float alpha
 template <>
 void blas_gemm<double>(Trans ta, Trans tb, Index m, Index n, Index k, double alpha, const double* a,
                        Index lda, const double* b, Index ldb, double beta, double* c, Index ldc) {
+  const BlasCall guard;
   RNNGRAPH_CBLAS(dgemm)(CblasRowMajor, cblas_trans(ta), cblas_trans(tb), static_cast<blasint>(m),
                         static_cast<blasint>(n), static_cast<blasint>(k), alpha, a, ld(lda), b,
                         ld(ldb), beta, c, ld(ldc));

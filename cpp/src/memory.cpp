@@ -1,8 +1,14 @@
 #include "rnngraph/memory.hpp"
 
-#include <new>
+#include <pthread.h>
+
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
 
 #if defined(__linux__)
+#include <malloc.h>
 #include <sys/mman.h>
 #endif
 
@@ -15,10 +21,90 @@ std::align_val_t alignment_for(std::size_t bytes) {
   return std::align_val_t{bytes >= kHugePage ? kHugePage : 64};
 }
 
+// The kept blocks, shared by every thread, and the thread that releases them when idle.
+struct Pool {
+  std::mutex mutex;  // everything below
+  std::condition_variable wake;
+  std::vector<KeptBlock> kept;  // most recently given back last
+  std::size_t bytes = 0;
+  std::chrono::steady_clock::time_point last_use;
+  bool releaser_running = false;
+};
+
+// Never destroyed: blocks may be given back during interpreter shutdown.
+Pool& pool() {
+  static Pool* instance = new Pool;
+  return *instance;
+}
+
+void free_all(std::vector<KeptBlock>& blocks) {
+  for (const KeptBlock& b : blocks) free_block(b.data, b.capacity);
+  blocks.clear();
+#if defined(__linux__)
+  malloc_trim(0);  // glibc keeps freed heap pages mapped unless asked
+#endif
+}
+
+// Waits (asleep) until the pool has been unused for kIdleRelease, then empties it.
+void release_when_idle() {
+  Pool& p = pool();
+  std::unique_lock<std::mutex> lock(p.mutex);
+  while (!p.kept.empty()) {
+    const auto due = p.last_use + kIdleRelease;
+    if (std::chrono::steady_clock::now() < due) {
+      p.wake.wait_until(lock, due);
+      continue;
+    }
+    std::vector<KeptBlock> dropped;
+    dropped.swap(p.kept);
+    p.bytes = 0;
+    lock.unlock();
+    free_all(dropped);
+    lock.lock();
+  }
+  p.releaser_running = false;
+}
+
+// Called with the pool locked: make sure a releaser waits for the kept blocks.
+void start_releaser(Pool& p) {
+  if (p.releaser_running) return;
+  try {
+    std::thread(release_when_idle).detach();
+    p.releaser_running = true;
+  } catch (const std::system_error&) {
+    // No thread to be had (a resource limit): keep nothing rather than keep it forever.
+    std::vector<KeptBlock> dropped;
+    dropped.swap(p.kept);
+    p.bytes = 0;
+    for (const KeptBlock& b : dropped) free_block(b.data, b.capacity);
+  }
+}
+
+// fork: the pool's mutex is held across it, so the child's copy is consistent and
+// unlocked; the child has no releaser thread.
+void lock_before_fork() { pool().mutex.lock(); }
+void unlock_after_fork() { pool().mutex.unlock(); }
+void unlock_in_child() {
+  pool().releaser_running = false;
+  pool().mutex.unlock();
+}
+[[maybe_unused]] const int fork_handlers =
+    pthread_atfork(lock_before_fork, unlock_after_fork, unlock_in_child);
+
 }  // namespace
 
+AllocationError::AllocationError(std::size_t bytes)
+    : bytes_(bytes),
+      message_("could not allocate " + std::to_string(bytes) + " bytes (" +
+               std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB)") {}
+
 void* allocate_block(std::size_t bytes) {
-  void* p = ::operator new(bytes, alignment_for(bytes));
+  void* p = ::operator new(bytes, alignment_for(bytes), std::nothrow);
+  if (!p) {
+    release_kept_memory();  // what rnngraph keeps may be what is missing
+    p = ::operator new(bytes, alignment_for(bytes), std::nothrow);
+  }
+  if (!p) throw AllocationError(bytes);
 #if defined(MADV_HUGEPAGE)
   if (bytes >= kHugePage) madvise(p, bytes, MADV_HUGEPAGE);  // advice only: failure is harmless
 #endif
@@ -26,5 +112,61 @@ void* allocate_block(std::size_t bytes) {
 }
 
 void free_block(void* p, std::size_t bytes) { ::operator delete(p, alignment_for(bytes)); }
+
+KeptBlock take_block(std::size_t bytes) {
+  {
+    Pool& p = pool();
+    std::lock_guard<std::mutex> lock(p.mutex);
+    p.last_use = std::chrono::steady_clock::now();
+    auto best = p.kept.end();
+    for (auto it = p.kept.begin(); it != p.kept.end(); ++it) {
+      const bool fits = it->capacity >= bytes && it->capacity - bytes <= it->capacity / 2;
+      if (fits && (best == p.kept.end() || it->capacity < best->capacity)) best = it;
+    }
+    if (best != p.kept.end()) {
+      const KeptBlock block = *best;
+      p.kept.erase(best);
+      p.bytes -= block.capacity;
+      return block;
+    }
+  }
+  return {allocate_block(bytes), bytes};
+}
+
+void give_back_block(KeptBlock block) {
+  if (!block.data) return;
+  std::vector<KeptBlock> dropped;
+  {
+    Pool& p = pool();
+    std::lock_guard<std::mutex> lock(p.mutex);
+    p.last_use = std::chrono::steady_clock::now();
+    p.kept.push_back(block);
+    p.bytes += block.capacity;
+    while (p.bytes > kKeptBytes) {  // the oldest go first
+      dropped.push_back(p.kept.front());
+      p.bytes -= p.kept.front().capacity;
+      p.kept.erase(p.kept.begin());
+    }
+    start_releaser(p);
+  }
+  for (const KeptBlock& b : dropped) free_block(b.data, b.capacity);
+}
+
+void release_kept_memory() {
+  std::vector<KeptBlock> dropped;
+  {
+    Pool& p = pool();
+    std::lock_guard<std::mutex> lock(p.mutex);
+    dropped.swap(p.kept);
+    p.bytes = 0;
+  }
+  free_all(dropped);
+}
+
+std::size_t kept_bytes() {
+  Pool& p = pool();
+  std::lock_guard<std::mutex> lock(p.mutex);
+  return p.bytes;
+}
 
 }  // namespace rnngraph

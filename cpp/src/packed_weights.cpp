@@ -18,6 +18,9 @@ std::shared_ptr<const PackedForwardWeights<S>> pack_forward_weights(Index D, Ind
                 out->recurrent_t[static_cast<size_t>(d)]);
   }
   if (inputWeight) pack_panels(inputWeight, 1, I, I, D * G, H, out->input_t);
+  // They live as long as the Graph that packed them, not as a call's workspace.
+  for (auto& panels : out->recurrent_t) panels.data.unpooled();
+  out->input_t.data.unpooled();
   return out;
 }
 

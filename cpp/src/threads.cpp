@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <condition_variable>
 #include <mutex>
+#include <pthread.h>
 #include <unistd.h>
 #include <vector>
 #include <thread>
 #include <stdexcept>
+#include <string>
+#include <system_error>
 
 #include <cblas.h>
 #if defined(__SSE__) || defined(__x86_64__)
@@ -25,6 +28,19 @@ static const char* const kLibrary = "openblas";
 namespace rnngraph {
 
 namespace {
+
+// A worker thread that cannot be started: a memory error (its stack is what is missing,
+// under an address-space limit), whose message says which.
+class ThreadStartError : public std::bad_alloc {
+ public:
+  ThreadStartError(int index, const char* why)
+      : message_("could not start worker thread " + std::to_string(index) + " (" + why + ")") {}
+  const char* what() const noexcept override { return message_.c_str(); }
+
+ private:
+  std::string message_;
+};
+
 std::mutex thread_mutex;
 int requested_threads = -1;  // rnngraph's threads; OpenBLAS's own pool is kept at 1
 thread_local bool parallel_part = false;
@@ -94,16 +110,23 @@ namespace {
 // condition variables still count the parent's sleeping workers, so it starts a pool of its own.
 class WorkerPool {
  public:
+  // This process's pool. A forked child inherits none of the parent's workers, and its
+  // copies of the parent pool's mutexes and condition variables still count them, so it
+  // starts a pool of its own (the parent's is left behind on purpose). The creation mutex
+  // is held across fork (pthread_atfork below), so a child never inherits it locked.
   static WorkerPool& instance() {
-    static std::mutex creation;
+    std::lock_guard<std::mutex> lock(creation_mutex());
     static WorkerPool* pool = nullptr;
     static pid_t pool_pid = 0;
-    std::lock_guard<std::mutex> lock(creation);
     if (!pool || pool_pid != getpid()) {
-      pool = new WorkerPool;  // the parent's pool, if any, is left behind on purpose
+      pool = new WorkerPool;
       pool_pid = getpid();
     }
     return *pool;
+  }
+  static std::mutex& creation_mutex() {
+    static std::mutex m;
+    return m;
   }
 
   // Runs job(1) .. job(count - 1) on workers while the caller runs job(0); false if the pool
@@ -113,8 +136,12 @@ class WorkerPool {
     if (!busy.owns_lock()) return false;
     {
       std::lock_guard<std::mutex> lock(mutex_);
+      // Every worker the job needs exists before it is published: a worker that cannot be
+      // started (a thread or memory limit) fails this call, and is not counted, so the next
+      // call starts it again.
       while (started_ < count - 1) {
-        std::thread(&WorkerPool::work, this, ++started_, generation_.load()).detach();
+        start_worker(started_ + 1);
+        ++started_;
       }
       job_ = &job;
       count_ = count;
@@ -138,6 +165,14 @@ class WorkerPool {
   }
 
  private:
+  void start_worker(int index) {
+    try {
+      std::thread(&WorkerPool::work, this, index, generation_.load()).detach();
+    } catch (const std::system_error& e) {
+      throw ThreadStartError(index, e.what());
+    }
+  }
+
   static void pause() {
 #ifdef RNNGRAPH_X86
     _mm_pause();
@@ -182,11 +217,40 @@ void run_concurrently(int count, const std::function<void(int)>& job) {
     return;
   }
   if (WorkerPool::instance().run(count, job)) return;
+  // Another call holds the pool: threads of this call's own. Each waits for the go, given
+  // only once all of them exist, since the jobs may meet at barriers.
+  std::atomic<int> go{0};  // 1: run, -1: a thread could not be started
   std::vector<std::thread> threads;
-  for (int i = 1; i < count; ++i) threads.emplace_back(job, i);
+  auto gated = [&](int i) {
+    while (go.load(std::memory_order_acquire) == 0) std::this_thread::yield();
+    if (go.load(std::memory_order_acquire) > 0) job(i);
+  };
+  try {
+    for (int i = 1; i < count; ++i) threads.emplace_back(gated, i);
+  } catch (const std::system_error& e) {
+    go.store(-1, std::memory_order_release);
+    for (auto& t : threads) t.join();
+    throw ThreadStartError(static_cast<int>(threads.size()) + 1, e.what());
+  }
+  go.store(1, std::memory_order_release);
   job(0);
   for (auto& t : threads) t.join();
 }
+
+namespace {
+// fork: the mutexes a forking thread could otherwise copy locked into the child (another
+// thread inside get_num_threads or creating the pool) are held across the fork.
+void lock_before_fork() {
+  WorkerPool::creation_mutex().lock();
+  thread_mutex.lock();
+}
+void unlock_after_fork() {
+  thread_mutex.unlock();
+  WorkerPool::creation_mutex().unlock();
+}
+[[maybe_unused]] const int fork_handlers =
+    pthread_atfork(lock_before_fork, unlock_after_fork, unlock_after_fork);
+}  // namespace
 
 #ifdef RNNGRAPH_X86
 // MXCSR bits: FTZ (flush-to-zero, 0x8000) and DAZ (denormals-are-zero, 0x0040).

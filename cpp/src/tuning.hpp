@@ -136,10 +136,6 @@ constexpr long kBarrierSpins = 1L << 16;
 // above (medians 0.1-0.2 ms slower than their mins in thresholds-2026-11-22T200141).
 constexpr long kWorkerSpins = 4000;
 
-// ---- Memory kept between calls --------------------------------------------------------
-// Workspace blocks each thread keeps for its next call (workspace.hpp): more than the
-// buffers of the largest call (a bidirectional GRU's backward takes 10), so a training loop
-// allocates nothing after its first step.
-constexpr std::size_t kKeptWorkspaceBlocks = 16;
+// ---- Memory kept between calls: rnngraph/memory.hpp (kIdleRelease, kKeptBytes) --------
 
 }  // namespace rnngraph::tuning

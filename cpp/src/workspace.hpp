@@ -1,7 +1,5 @@
-// Workspace buffers reused from call to call. A fresh multi-megabyte allocation costs a page
-// fault per 4 KiB on first touch (plus the zeroing of std::vector), which for a training
-// step is as much as its element-wise work; so each thread keeps the buffers it has used and
-// hands them out again. Contents are not initialised: every user writes before reading.
+// Workspace buffers reused from call to call (rnngraph/memory.hpp keeps their blocks).
+// Contents are not initialised: every user writes before reading.
 #pragma once
 
 #include <cstddef>
@@ -10,7 +8,6 @@
 #include <vector>
 
 #include "rnngraph/memory.hpp"
-#include "tuning.hpp"
 
 namespace rnngraph {
 
@@ -32,16 +29,20 @@ struct AlignedAllocator {
   }
 };
 
+// A workspace buffer of S: its memory comes from the blocks kept between calls
+// (rnngraph/memory.hpp) and goes back there, unless it holds long-lived data (unpooled).
 template <class S>
 class Buffer {
  public:
   Buffer() = default;
   explicit Buffer(size_t n) { resize(n); }
-  Buffer(Buffer&& other) noexcept : block_(std::move(other.block_)), size_(other.size_) {}
+  Buffer(Buffer&& other) noexcept
+      : block_(std::exchange(other.block_, KeptBlock{})), size_(other.size_), kept_(other.kept_) {}
   Buffer& operator=(Buffer&& other) noexcept {
     release();
-    block_ = std::move(other.block_);
+    block_ = std::exchange(other.block_, KeptBlock{});
     size_ = other.size_;
+    kept_ = other.kept_;
     return *this;
   }
   Buffer(const Buffer&) = delete;
@@ -50,48 +51,34 @@ class Buffer {
 
   // Make room for n elements (their values are unspecified).
   void resize(size_t n) {
-    if (block_ && block_->size() >= n) {
+    if (block_.capacity >= n * sizeof(S)) {
       size_ = n;
       return;
     }
     release();
-    // The smallest kept block that fits: a larger one stays for a larger request (taking
-    // the first that fits, a small buffer could take the block a big one needs next, which
-    // would then be allocated afresh at every call).
-    auto& pool = free_blocks();
-    auto best = pool.end();
-    for (auto it = pool.begin(); it != pool.end(); ++it) {
-      if ((*it)->size() >= n && (best == pool.end() || (*it)->size() < (*best)->size())) best = it;
-    }
-    if (best != pool.end()) {
-      block_ = std::move(*best);
-      pool.erase(best);
-      size_ = n;
-      return;
-    }
-    block_ = std::make_unique<std::vector<S, AlignedAllocator<S>>>(n);
+    block_ = take_block(n * sizeof(S));
     size_ = n;
   }
-  S* data() { return block_ ? block_->data() : nullptr; }
-  const S* data() const { return block_ ? block_->data() : nullptr; }
+  // The memory is freed with the buffer instead of kept for the next call: for data that
+  // lives as long as a Graph (its packed weights), not for a call's workspace.
+  void unpooled() { kept_ = false; }
+  S* data() { return static_cast<S*>(block_.data); }
+  const S* data() const { return static_cast<const S*>(block_.data); }
   size_t size() const { return size_; }
 
  private:
-  using Block = std::unique_ptr<std::vector<S, AlignedAllocator<S>>>;
-  static std::vector<Block>& free_blocks() {
-    thread_local std::vector<Block> pool;
-    return pool;
-  }
   void release() {
-    if (!block_) return;
-    auto& pool = free_blocks();
-    if (pool.size() < tuning::kKeptWorkspaceBlocks) pool.push_back(std::move(block_));
-    block_.reset();
+    if (block_.data) {
+      if (kept_) give_back_block(block_);
+      else free_block(block_.data, block_.capacity);
+    }
+    block_ = KeptBlock{};
     size_ = 0;
   }
 
-  Block block_;
+  KeptBlock block_;
   size_t size_ = 0;
+  bool kept_ = true;
 };
 
 }  // namespace rnngraph

@@ -6,7 +6,13 @@ from rnngraph import _blas
 _blas.load()  # rnngraph's own OpenBLAS, before the compiled core binds to it
 
 from rnngraph.activation import RNNActivation
-from rnngraph.config import get_num_threads, set_num_threads, show_config
+from rnngraph.config import (
+    get_num_threads,
+    kept_memory,
+    release_memory,
+    set_num_threads,
+    show_config,
+)
 from rnngraph.descriptors import (
     GRUDescriptor,
     LSTMDescriptor,
@@ -29,6 +35,8 @@ __all__ = [
     "float32",
     "float64",
     "get_num_threads",
+    "kept_memory",
+    "release_memory",
     "set_num_threads",
     "show_config",
 ]

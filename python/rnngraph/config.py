@@ -47,3 +47,15 @@ def set_num_threads(n: int) -> None:
 def get_num_threads() -> int:
     """The threads rnngraph's kernels use (by default, one per core)."""
     return int(_core.get_num_threads())
+
+
+def release_memory() -> None:
+    """Return the memory rnngraph keeps between calls (workspace and the blocks of freed
+    outputs, reused by the next call) to the system now. It does so by itself once it has
+    been idle for a second; call this to have it at once."""
+    _core.release_kept_memory()
+
+
+def kept_memory() -> int:
+    """Bytes rnngraph keeps now for its next call (0 after a second idle)."""
+    return int(_core.kept_bytes())

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "rnngraph/forced_paths.hpp"
+#include "rnngraph/memory.hpp"
 #include "rnngraph/threads.hpp"
 
 namespace py = pybind11;
@@ -122,6 +123,9 @@ void bind_config(py::module_& m) {
   m.def("set_num_threads", &set_num_threads, py::arg("n"), "Threads rnngraph's kernels use.");
   m.def("get_num_threads", &get_num_threads, "Threads rnngraph's kernels use.");
   bind_paths(m);
+  m.def("release_kept_memory", &release_kept_memory,
+        "Return the memory kept between calls to the system now (done by itself when idle).");
+  m.def("kept_bytes", &kept_bytes, "Bytes kept between calls for the next one.");
 }
 
 }  // namespace rnngraph::bind

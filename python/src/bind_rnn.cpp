@@ -254,6 +254,18 @@ auto dispatch(const std::string& op, const char* label, const py::object& array,
                        std::string(py::str(a.dtype())));
 }
 
+// fn(), with a memory error raised as MemoryError naming the op (and, where rnngraph's own
+// allocation failed, the size it asked for).
+template <class Fn>
+auto naming_memory_errors(const std::string& op, Fn&& fn) {
+  try {
+    return fn();
+  } catch (const std::bad_alloc& e) {
+    PyErr_SetString(PyExc_MemoryError, (op + ": out of memory: " + e.what()).c_str());
+    throw py::error_already_set();
+  }
+}
+
 }  // namespace
 
 void bind_rnn(py::module_& m) {
@@ -268,24 +280,28 @@ void bind_rnn(py::module_& m) {
         const std::string op = traits_of(opts).op;
         auto result = std::make_unique<PackedWeights>();
         result->op = op;
-        dispatch(op, "recurrentWeight", recurrentWeight, [&](auto tag) {
-          using S = decltype(tag);
-          RNNShape s = weight_sizes(opts, op, recurrentWeight);
-          s.has_input_weight = !inputWeight.is_none();
-          if (s.has_input_weight) {
-            py::array W = as_array(inputWeight, op + ": inputWeight");
-            s.I = W.ndim() == 2 ? W.shape(1) : 0;
-          }
-          const S* r = input<S>(recurrentWeight, op, "recurrentWeight", weight_shape(s), true);
-          const S* w = input<S>(inputWeight, op, "inputWeight", {s.DGH(), s.I});
-          std::shared_ptr<const PackedForwardWeights<S>> packed;
-          {
-            py::gil_scoped_release release;
-            packed = pack_forward_weights(s.D(), s.gates, s.H, s.I, r, w);
-          }
-          if constexpr (std::is_same_v<S, float>) result->f32 = std::move(packed);
-          else result->f64 = std::move(packed);
-          return 0;
+        naming_memory_errors(op, [&] {
+          return dispatch(op, "recurrentWeight", recurrentWeight, [&](auto tag) {
+            using S = decltype(tag);
+            RNNShape s = weight_sizes(opts, op, recurrentWeight);
+            s.has_input_weight = !inputWeight.is_none();
+            if (s.has_input_weight) {
+              py::array W = as_array(inputWeight, op + ": inputWeight");
+              s.I = W.ndim() == 2 ? W.shape(1) : 0;
+              if (s.I <= 0)
+                throw py::value_error(op + ": inputWeight: input size I must be positive");
+            }
+            const S* r = input<S>(recurrentWeight, op, "recurrentWeight", weight_shape(s), true);
+            const S* w = input<S>(inputWeight, op, "inputWeight", {s.DGH(), s.I});
+            std::shared_ptr<const PackedForwardWeights<S>> packed;
+            {
+              py::gil_scoped_release release;
+              packed = pack_forward_weights(s.D(), s.gates, s.H, s.I, r, w);
+            }
+            if constexpr (std::is_same_v<S, float>) result->f32 = std::move(packed);
+            else result->f64 = std::move(packed);
+            return 0;
+          });
         });
         return result;
       },
@@ -299,8 +315,10 @@ void bind_rnn(py::module_& m) {
         const CellOptions opts = options_from(options, "rnn_forward: options");
         const CellTraits& t = traits_of(opts);
         const Inputs in(inputs, t.op, t.forward_labels);
-        return dispatch(t.op, "source", in["source"], [&](auto tag) {
-          return forward_typed<decltype(tag)>(opts, in, training, packed);
+        return naming_memory_errors(t.op, [&] {
+          return dispatch(t.op, "source", in["source"], [&](auto tag) {
+            return forward_typed<decltype(tag)>(opts, in, training, packed);
+          });
         });
       },
       py::arg("options"), py::arg("inputs"), py::kw_only(), py::arg("training").noconvert() = false,

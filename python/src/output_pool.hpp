@@ -1,10 +1,11 @@
-// Output arrays backed by reused memory. A fresh multi-megabyte NumPy array costs a page
-// fault and the kernel's zeroing per 4 KiB on its first write (measured: 5-8 % of a large
-// training step), so the big outputs of rnngraph's ops come from a small pool that takes
-// their memory back when the arrays are freed; the next call's outputs of the same size
-// reuse it, already mapped. Every output is 64-byte aligned (so the vectorised element-wise
-// code splits its rows the same way on every run, and repeated runs give identical bits);
-// such an array owns its memory through a capsule (its .base).
+// Output arrays on rnngraph's kept memory (rnngraph/memory.hpp). A fresh multi-megabyte
+// NumPy array costs a page fault and the kernel's zeroing per 4 KiB on its first write
+// (measured: 5-8 % of a large training step), so the big outputs of rnngraph's ops take
+// blocks that earlier outputs and workspace gave back; when an array is freed its block goes
+// back for the next call (and to the system once rnngraph is idle). Every output is 64-byte
+// aligned (so the vectorised element-wise code splits its rows the same way on every run,
+// and repeated runs give identical bits); such an array owns its memory through a capsule
+// (its .base).
 #pragma once
 
 #include <pybind11/numpy.h>
@@ -14,29 +15,25 @@
 #include <cstddef>
 #include <vector>
 
+#include "rnngraph/memory.hpp"
+
 namespace rnngraph::bind {
 
 namespace py = pybind11;
 
-struct PooledBlock {
-  void* data = nullptr;
-  size_t capacity = 0;  // bytes
-};
+// Outputs below this size are allocated and freed, not kept (no page faults worth saving).
+constexpr size_t kKeptOutputBytes = size_t(1) << 20;
 
-// A block of at least `bytes` (64-byte aligned): a kept one that fits, else a new one.
-PooledBlock* pool_take(size_t bytes);
-// Give a block back: the pool keeps the most recent few and frees the rest.
-void pool_give_back(PooledBlock* block);
-
-// Blocks below this size are freed, not kept (no page faults worth saving).
-constexpr size_t kPooledBytes = size_t(1) << 20;
+// A block for an output of `bytes`, and its release when the array is freed.
+KeptBlock* output_block(size_t bytes);
+void release_output_block(KeptBlock* block);
 
 template <class S>
 py::array_t<S> pooled_array(const std::vector<py::ssize_t>& dims) {
   size_t count = 1;
   for (auto d : dims) count *= static_cast<size_t>(d);
-  PooledBlock* block = pool_take(std::max<size_t>(count * sizeof(S), 1));
-  py::capsule owner(block, [](void* p) { pool_give_back(static_cast<PooledBlock*>(p)); });
+  KeptBlock* block = output_block(std::max<size_t>(count * sizeof(S), 1));
+  py::capsule owner(block, [](void* p) { release_output_block(static_cast<KeptBlock*>(p)); });
   return py::array_t<S>(dims, static_cast<S*>(block->data), owner);
 }
 
