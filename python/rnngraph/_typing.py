@@ -28,6 +28,13 @@ class GraphBuilder(Protocol):
     def _as_tensor(self, value: object, where: str, dataType: DataType | None) -> Tensor | None:
         ...
 
+    def _argument(self, value: object, where: str) -> Tensor | NDArray[Any] | None:
+        ...
+
+    def constant(self, value: Any, shape: Iterable[int] | None = None,
+                 dataType: Any = None, name: str | None = None) -> Tensor:
+        ...
+
     def _add(self, kind: str, name: str | None, inputs: dict[str, Tensor | None],
              compute: Compute | None, outputs: Iterable[OutputSpec],
              attrs: dict[str, Any] | None = None) -> list[Tensor]:

@@ -51,6 +51,12 @@ class _Descriptor:
     def copy(self) -> Self:
         return copy.copy(self)
 
+    def _validate(self) -> None:
+        """Check every property again (one set around the setter, e.g. by
+        ``object.__setattr__``, is refused here before it reaches the core)."""
+        for name in (*self._flags, *self._activations):
+            setattr(self, name, getattr(self, name))
+
     def as_dict(self) -> dict[str, Any]:
         """Plain values for the compiled core (activations as ints)."""
         out = {name: getattr(self, name) for name in self._flags}

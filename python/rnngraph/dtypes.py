@@ -34,6 +34,8 @@ def as_data_type(value: DataType | DTypeLike, where: str) -> DataType:
     """Accept rg.float32/rg.float64, NumPy dtypes/types or their names."""
     if isinstance(value, DataType):
         return value
+    if value is None:  # NumPy would read None as float64
+        raise TypeError(f"{where}: expected rnngraph.float32 or rnngraph.float64, got None")
     try:
         dtype = np.dtype(value)
     except TypeError:
@@ -51,3 +53,11 @@ def dense(array: ArrayLike, dtype: DTypeLike | None = None) -> NDArray[Any]:
             and array.flags.c_contiguous and array.flags.aligned):
         return array  # the common case, without np.require's overhead
     return np.require(array, dtype=dtype, requirements=["C", "A"])
+
+
+def broadcast_view(array: NDArray[Any], dtype: DTypeLike) -> NDArray[Any]:
+    """``array`` (a view with zero strides) as a read-only broadcast view of its distinct
+    elements converted to ``dtype``: the conversion copies only those elements."""
+    compact = array[tuple(slice(0, 1) if stride == 0 else slice(None)
+                          for stride in array.strides)]
+    return np.broadcast_to(dense(compact, dtype), array.shape)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import itertools
+import math
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import numpy as np
 
-from rnngraph.dtypes import DataType, as_data_type, dense
+from rnngraph.dtypes import DataType, as_data_type, broadcast_view, dense
 from rnngraph.ops.gru import GRUOps
 from rnngraph.ops.lstm import LSTMOps
 from rnngraph.ops.single_gate_rnn import SingleGateRNNOps
@@ -37,7 +39,13 @@ class Operation:
 
 
 def _feed_array(tensor: Tensor, value: ArrayLike) -> NDArray[Any]:
-    """Convert a feed to the placeholder's dtype and check its shape; never reinterpret bytes."""
+    """Convert a feed to the placeholder's dtype and check its shape; never reinterpret bytes.
+
+    The element kind and the shape are checked before anything is converted or copied, so a
+    wrong feed costs nothing (a broadcast view of a huge shape is refused before its dense
+    copy). A broadcast view fed to a placeholder with unknown dimensions stays a view (of
+    its converted, compact data): the op that reads it checks its shape first, then makes it
+    dense."""
     if (type(value) is np.ndarray and value.shape == tensor.shape
             and value.dtype == tensor.dataType.numpy
             and value.flags.c_contiguous and value.flags.aligned):
@@ -51,13 +59,14 @@ def _feed_array(tensor: Tensor, value: ArrayLike) -> NDArray[Any]:
         raise ValueError(f"{where}: not a rectangular array ({error})") from None
     if array.dtype.kind not in "fiu":
         raise TypeError(f"{where}: expected real numbers, got dtype {array.dtype}")
-    array = dense(array, tensor.dataType.numpy)
     if array.ndim != len(tensor.shape) or any(
         d is not None and d != a for d, a in zip(tensor.shape, array.shape)
     ):
         dims = ", ".join("?" if d is None else str(d) for d in tensor.shape)
         raise ValueError(f"{where}: expected shape [{dims}], got {list(array.shape)}")
-    return array
+    if None in tensor.shape and 0 in array.strides and array.size > 1:
+        return broadcast_view(array, tensor.dataType.numpy)
+    return dense(array, tensor.dataType.numpy)
 
 
 class Graph(SingleGateRNNOps, LSTMOps, GRUOps):
@@ -70,6 +79,10 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps):
     """
 
     def __init__(self) -> None:
+        # The Graph owns its ops, which own their output tensors; a Tensor refers to its op
+        # and Graph weakly, so nothing refers back and reference counting alone frees a
+        # deleted Graph (with its constants and packed weights) at once.
+        self._ref = weakref.ref(self)  # the reference its tensors hold
         self._ops: list[Operation] = []
         self._names = itertools.count()
         self._plans: dict[tuple[tuple[Tensor, ...], int], _Plan] = {}
@@ -92,18 +105,33 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps):
     def _own(self, tensor: object, where: str) -> Tensor:
         if not isinstance(tensor, Tensor):
             raise TypeError(f"{where}: expected an rnngraph Tensor, got {type(tensor).__name__}")
-        if tensor.graph is not self:
+        if tensor._graph() is not self:
+            if tensor._graph() is None:
+                raise ValueError(f"{where}: tensor {tensor.name!r} belongs to a Graph that was "
+                                 "deleted")
             raise ValueError(f"{where}: tensor {tensor.name!r} belongs to another Graph")
         return tensor
 
-    def _as_tensor(self, value: object, where: str, dataType: DataType | None) -> Tensor | None:
-        """An op argument: a Tensor of this graph, None, or an array turned into a constant."""
+    def _argument(self, value: object, where: str) -> Tensor | NDArray[Any] | None:
+        """An op argument checked but not converted: a Tensor of this graph, None, or a
+        NumPy array of real numbers (which the op turns into a constant once its shape is
+        checked)."""
         if value is None or isinstance(value, Tensor):
             return None if value is None else self._own(value, where)
         if isinstance(value, np.ndarray):
-            return self.constant(value, dataType=dataType, name=None)
+            if value.dtype.kind not in "fiu":
+                raise TypeError(f"{where}: expected real numbers, got an array of dtype "
+                                f"{value.dtype}")
+            return value
         raise TypeError(f"{where}: expected an rnngraph Tensor, a numpy.ndarray or None, "
                         f"got {type(value).__name__}")
+
+    def _as_tensor(self, value: object, where: str, dataType: DataType | None) -> Tensor | None:
+        """An op argument: a Tensor of this graph, None, or an array turned into a constant."""
+        checked = self._argument(value, where)
+        if checked is None or isinstance(checked, Tensor):
+            return checked
+        return self.constant(checked, dataType=dataType, name=None)
 
     def placeholder(self, shape: Iterable[int | None],
                     dataType: DataType | DTypeLike = DataType.float32,
@@ -117,7 +145,7 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps):
         except TypeError:
             raise TypeError(f"placeholder: shape: expected a sequence of sizes, got {shape!r}") from None
         for d in dims:
-            if d is not None and (isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 0):
+            if d is not None and not _is_size(d):
                 raise ValueError(f"placeholder: shape: sizes must be non-negative ints or None, got {shape!r}")
         dims = tuple(None if d is None else int(d) for d in dims)
         return self._add("placeholder", name, {}, None, [("", dims, dtype)])[0]
@@ -125,18 +153,31 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps):
     def constant(self, value: ArrayLike, shape: Iterable[int] | None = None,
                  dataType: DataType | DTypeLike | None = None,
                  name: str | None = None) -> Tensor:
-        """A constant: a scalar filled to ``shape``, or array data (reshaped to ``shape``)."""
-        array = np.asarray(value)
+        """A constant: a scalar filled to ``shape``, or array data (reshaped to ``shape``).
+
+        Everything is checked before the data is converted; the constant holds one dense,
+        read-only copy."""
+        if isinstance(value, Tensor):
+            raise TypeError("constant: value: expected array data, got a symbolic Tensor")
+        try:
+            array = np.asarray(value)
+        except ValueError as error:  # ragged nested lists
+            raise ValueError(f"constant: value: not a rectangular array ({error})") from None
         if array.dtype.kind not in "fiu":
-            raise TypeError(f"constant: expected real numbers, got dtype {array.dtype}")
+            raise TypeError(f"constant: value: expected real numbers, got dtype {array.dtype}")
         if dataType is None:
             dataType = DataType.float64 if array.dtype == np.float64 else DataType.float32
         dtype = as_data_type(dataType, "constant: dataType")
-        array = array.astype(dtype.numpy)
         if shape is not None:
-            shape = tuple(int(d) for d in shape)
-            array = np.full(shape, array, dtype.numpy) if array.ndim == 0 else array.reshape(shape)
-        array = dense(array).copy()
+            dims = _constant_shape(shape)
+            if array.ndim == 0:
+                array = np.broadcast_to(array, dims)  # a view: filled by the copy below
+            elif array.size != math.prod(dims):
+                raise ValueError(f"constant: shape: {list(dims)} holds {math.prod(dims)} "
+                                 f"elements, the value {list(array.shape)} has {array.size}")
+            else:
+                array = array.reshape(dims)
+        array = np.array(array, dtype=dtype.numpy, order="C")  # one dense copy
         array.setflags(write=False)
         return self._add("constant", name, {}, None, [("", array.shape, dtype)], {"value": array})[0]
 
@@ -151,16 +192,20 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps):
         if targetTensors is None or isinstance(targetTensors, Tensor):
             raise TypeError("run: targetTensors: expected a list of Tensors")
         targets = tuple(targetTensors)
+        ref = self._ref
         for t in targets:
-            if type(t) is not Tensor or t.graph is not self:
+            if type(t) is not Tensor or t._graph is not ref:
                 self._own(t, "run: targetTensors")  # raises the error that fits
         values: dict[Tensor, NDArray[Any]] = {}
+        views: list[Tensor] = []  # broadcast feeds kept as views (see _feed_array)
         for tensor, value in feeds.items():
-            if type(tensor) is not Tensor or tensor.graph is not self:
+            if type(tensor) is not Tensor or tensor._graph is not ref:
                 self._own(tensor, "run: feeds")
-            if tensor.op.kind != "placeholder":
+            if not tensor._placeholder:
                 raise ValueError(f"run: feeds: {tensor.name!r} is not a placeholder")
-            values[tensor] = _feed_array(tensor, value)
+            array = values[tensor] = _feed_array(tensor, value)
+            if array is not value and not array.flags.c_contiguous:
+                views.append(tensor)
 
         plan = self._plan(targets)
         for placeholder in plan.placeholders:
@@ -174,6 +219,8 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps):
                 values[tensor] = result
             for tensor in freed:  # intermediates past their last use
                 del values[tensor]
+        if views:  # a placeholder among the targets returns its feed, dense
+            values.update((t, dense(values[t])) for t in views if t in targets)
         return {t: values[t] for t in targets}
 
     def _plan(self, targets: tuple[Tensor, ...]) -> _Plan:
@@ -201,6 +248,22 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps):
         from rnngraph.autodiff import gradients
 
         return gradients(self, of, with_)
+
+
+def _is_size(d: object) -> TypeGuard[int | np.integer[Any]]:
+    """A non-negative int (a NumPy integer too; not a bool)."""
+    return not isinstance(d, bool) and isinstance(d, (int, np.integer)) and bool(d >= 0)
+
+
+def _constant_shape(shape: Iterable[object]) -> tuple[int, ...]:
+    try:
+        dims = tuple(shape)
+    except TypeError:
+        raise TypeError(f"constant: shape: expected a sequence of sizes, got {shape!r}") from None
+    sizes = [d for d in dims if _is_size(d)]
+    if len(sizes) != len(dims):
+        raise ValueError(f"constant: shape: sizes must be non-negative ints, got {shape!r}")
+    return tuple(int(d) for d in sizes)
 
 
 class _Plan:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -13,12 +14,17 @@ if TYPE_CHECKING:
 
 
 class Tensor:
-    """A value in a Graph. ``shape`` holds ``None`` for dimensions known only at run time."""
+    """A value in a Graph. ``shape`` holds ``None`` for dimensions known only at run time.
 
-    __slots__ = ("dataType", "graph", "index", "name", "op", "shape")
+    A Tensor refers to its Graph and its op weakly (the Graph owns its ops, and they their
+    tensors), so deleting the Graph frees it at once; ``graph`` and ``op`` then raise."""
 
-    graph: Graph
-    op: Operation  # the op that produces it
+    __slots__ = ("__weakref__", "_graph", "_op", "_placeholder", "dataType", "index", "name",
+                 "shape")
+
+    _graph: weakref.ReferenceType[Graph]
+    _op: weakref.ReferenceType[Operation]
+    _placeholder: bool  # whether its op is a placeholder (Graph.run checks every feed)
     index: int  # which of the op's outputs it is
     shape: Shape
     dataType: DataType
@@ -26,12 +32,33 @@ class Tensor:
 
     def __init__(self, graph: Graph, op: Operation, index: int, shape: Iterable[int | None],
                  dataType: DataType, name: str) -> None:
-        self.graph = graph
-        self.op = op
+        self._graph = graph._ref
+        self._op = weakref.ref(op)
+        self._placeholder = op.kind == "placeholder"
         self.index = index
         self.shape = tuple(shape)
         self.dataType = dataType
         self.name = name
+
+    @property
+    def graph(self) -> Graph:
+        """The Graph the tensor belongs to."""
+        graph = self._graph()
+        if graph is None:
+            raise ReferenceError(self._deleted())
+        return graph
+
+    @property
+    def op(self) -> Operation:
+        """The op that produces it."""
+        op = self._op()
+        if op is None:
+            raise ReferenceError(self._deleted())
+        return op
+
+    def _deleted(self) -> str:
+        return (f"Tensor {self.name!r}: its Graph was deleted (keep a reference to the Graph "
+                "while its tensors are used)")
 
     @property
     def rank(self) -> int:

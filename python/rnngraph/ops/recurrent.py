@@ -7,6 +7,7 @@ Each cell is described by a ``CellSpec``; the per-cell modules only add the publ
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -14,7 +15,7 @@ import numpy as np
 
 from rnngraph import shapes
 from rnngraph._native import core as _core
-from rnngraph.dtypes import dense
+from rnngraph.dtypes import DataType, dense
 from rnngraph.tensor import Tensor
 
 if TYPE_CHECKING:
@@ -25,10 +26,13 @@ if TYPE_CHECKING:
     from rnngraph._core import PackedWeights
     from rnngraph._typing import CoreOptions, GraphBuilder, RunArrays
     from rnngraph.descriptors import _Descriptor
+    from rnngraph.graph import Operation
     from rnngraph.shapes import Layout, Sizes
 
     # An op's arguments by Swift label, as given (arrays become constants) or as recorded.
     Arguments = Mapping[str, Tensor | NDArray[Any] | None]
+    # The arguments once checked (arrays not yet converted: their shapes are checked first).
+    Checked = dict[str, Tensor | NDArray[Any] | None]
 
 # Labels whose tensors are [N, D·H] states (also accepted as [1, N, D·H]).
 STATE_LABELS = ("initState", "initCell", "stateGradient", "cellGradient")
@@ -140,36 +144,53 @@ def check_descriptor(op: str, spec: CellSpec, descriptor: _Descriptor | None) ->
     if not isinstance(descriptor, spec.descriptor_type):
         raise TypeError(f"{op}: descriptor: expected {spec.descriptor_type.__name__}, "
                         f"got {type(descriptor).__name__}")
-    return descriptor.copy()  # copy-on-build (SPEC.md section 3)
+    copied = descriptor.copy()  # copy-on-build (SPEC.md section 3)
+    try:
+        copied._validate()
+    except (TypeError, ValueError) as error:
+        raise type(error)(f"{op}: descriptor: {error}") from None
+    return copied
 
 
-def check_dtypes(op: str, tensors: dict[str, Tensor | None]) -> None:
-    dtype = tensors["source"].dataType  # type: ignore[union-attr]  # source is never None
-    for label, tensor in tensors.items():
-        if tensor is not None and tensor.dataType != dtype:
+def check_dtypes(op: str, inputs: Checked, dtype: DataType) -> None:
+    """Every Tensor input shares the op's dataType (arrays are converted to it)."""
+    for label, value in inputs.items():
+        if isinstance(value, Tensor) and value.dataType != dtype:
             raise TypeError(f"{op}: {label}: expected dataType {dtype.value} like source, "
-                            f"got {tensor.dataType.value}")
+                            f"got {value.dataType.value}")
 
 
 def collect_inputs(graph: GraphBuilder, op: str, arguments: Arguments,
-                   required: tuple[str, ...]) -> dict[str, Tensor | None]:
-    """Turn the call's arguments into {label: Tensor or None}, Swift order, checked.
-    NumPy arrays become constants (of the source's dataType for every other input)."""
-    source = graph._as_tensor(arguments["source"], f"{op}: source", None)
+                   required: tuple[str, ...]) -> tuple[Checked, DataType]:
+    """Check the call's arguments, in Swift order: each a Tensor of this graph, None or an
+    array of real numbers (not converted yet: ``to_tensors`` does that once the shapes are
+    checked). Returns them and the op's dataType (the source's; an array source of float64
+    is float64, any other float32)."""
+    inputs: Checked = {label: graph._argument(value, f"{op}: {label}")
+                       for label, value in arguments.items()}
+    source = inputs["source"]
     if source is None:
         raise TypeError(f"{op}: source: expected an rnngraph Tensor, got None")
-    tensors: dict[str, Tensor | None] = {"source": source}
-    for label, value in arguments.items():
-        if label != "source":
-            tensors[label] = graph._as_tensor(value, f"{op}: {label}", source.dataType)
     for label in required:
-        if tensors[label] is None:
+        if inputs[label] is None:
             raise ValueError(f"{op}: {label} is required")
-    return tensors
+    if isinstance(source, Tensor):
+        return inputs, source.dataType
+    return inputs, DataType.float64 if source.dtype == np.float64 else DataType.float32
 
 
-def normalise(arrays: RunArrays, sizes: Mapping[str, Any], bidirectional: bool) -> RunArrays:
-    """Run-time arrays in the dense layouts the core expects (SPEC.md section 1)."""
+def to_tensors(graph: GraphBuilder, inputs: Checked, dtype: DataType) -> dict[str, Tensor | None]:
+    """The checked inputs as Tensors: arrays become constants of the op's dataType."""
+    return {label: value if value is None or isinstance(value, Tensor)
+            else graph.constant(value, dataType=dtype)
+            for label, value in inputs.items()}
+
+
+def normalise(arrays: RunArrays, sizes: Mapping[str, Any], bidirectional: bool,
+              open_shapes: bool = False) -> RunArrays:
+    """Run-time arrays in the dense layouts the core expects (SPEC.md section 1).
+    ``open_shapes``: the op has inputs of dimensions unknown when it was built, whose feeds
+    may be broadcast views (``Graph.run`` keeps them so until their shapes are checked)."""
     T, N, H = sizes["T"], sizes["N"], sizes["H"]
     DH = (2 if bidirectional else 1) * H
     out: RunArrays = {}
@@ -177,15 +198,15 @@ def normalise(arrays: RunArrays, sizes: Mapping[str, Any], bidirectional: bool) 
         if array is None:
             out[label] = None
             continue
-        # Every run-time array is already C-contiguous (feeds, constants and op outputs are),
-        # and reshaping keeps it so; a broadcast mask is the one that needs a dense copy.
+        # Every other run-time array is already C-contiguous (feeds, constants and op
+        # outputs are), and reshaping keeps it so; a broadcast mask needs a dense copy.
         if label in STATE_LABELS:
             array = array.reshape(N, DH)
         elif label == "peephole":
             array = array.reshape(-1)
         elif label == "mask":
             array = dense(np.broadcast_to(array, (T, N, DH)))
-        out[label] = array
+        out[label] = dense(array) if open_shapes else array
     return out
 
 
@@ -200,10 +221,11 @@ def forward_op(graph: GraphBuilder, spec: CellSpec, arguments: Arguments,
     'h', 'c', 'zState' (SPEC.md section 5)."""
     op = spec.name
     descriptor = check_descriptor(op, spec, descriptor)
-    tensors = collect_inputs(graph, op, arguments, ("recurrentWeight",))
-    check_dtypes(op, tensors)
+    inputs, dtype = collect_inputs(graph, op, arguments, ("recurrentWeight",))
+    check_dtypes(op, inputs, dtype)
     bidirectional = descriptor.bidirectional
-    sizes = infer_sizes(op, spec, tensors, bidirectional)
+    sizes = infer_sizes(op, spec, inputs, bidirectional)
+    tensors = to_tensors(graph, inputs, dtype)
     D = 2 if bidirectional else 1
     T, N, H = sizes["T"], sizes["N"], sizes["H"]
     DH = None if H is None else D * H
@@ -225,7 +247,7 @@ def forward_op(graph: GraphBuilder, spec: CellSpec, arguments: Arguments,
         # Shapes known when building were checked then, and feeds are checked against their
         # placeholders; only dimensions left open need the checks again now.
         run_sizes = sizes if static else infer_sizes(op, spec, arrays, bidirectional)
-        dense = normalise(arrays, run_sizes, bidirectional)
+        dense = normalise(arrays, run_sizes, bidirectional, open_shapes=not static)
         if constant_weights and packed is None:
             packed = _core.pack_forward_weights(options, dense["recurrentWeight"],
                                                 dense["inputWeight"])
@@ -233,14 +255,15 @@ def forward_op(graph: GraphBuilder, spec: CellSpec, arguments: Arguments,
         produced: dict[str, Any] = {"h": h, "c": c, "zState": z}  # None: not made
         return [produced[k] for k in wanted]
 
-    dtype = tensors["source"].dataType  # type: ignore[union-attr]  # source is never None
     return graph._add(op, name, tensors, compute, [(k, shape_of[k], dtype) for k in wanted],
                       {"descriptor": descriptor, "spec": spec, "outputs": wanted})
 
 
 def check_matching_forward(op: str, spec: CellSpec, descriptor: _Descriptor,
-                           zState: Tensor) -> None:
+                           zState: object) -> None:
     """When zState comes from a forward op of this graph, the descriptors must agree."""
+    if not isinstance(zState, Tensor):
+        return
     producer = zState.op
     if producer.kind != spec.name:
         return
@@ -254,30 +277,70 @@ def check_matching_forward(op: str, spec: CellSpec, descriptor: _Descriptor,
                              f"{producer.name!r} that produced zState ({key}={theirs[key]!r})")
 
 
+def _same_input(ours: Tensor, theirs: Tensor) -> bool:
+    """The same tensor, or two constants of equal shape, dataType and values (an array given
+    to both ops becomes one constant for each)."""
+    if ours is theirs:
+        return True
+    a, b = ours.op, theirs.op
+    return (a.kind == b.kind == "constant" and ours.dataType == theirs.dataType
+            and np.array_equal(a.attrs["value"], b.attrs["value"], equal_nan=True))
+
+
+def warn_unmatched_inputs(op: str, spec: CellSpec, gradient: Operation) -> None:
+    """When zState comes from a forward op of this graph, warn (MPSGraph allows it) about
+    each of that op's inputs the gradient op was given differently: its gradients are then
+    those of another computation."""
+    zState = gradient.inputs["zState"]
+    producer = None if zState is None else zState.op
+    if producer is None or producer.kind != spec.name:
+        return
+    differ = []
+    for label, theirs in producer.inputs.items():
+        ours = gradient.inputs.get(label)
+        if ours is None and theirs is None or (
+                ours is not None and theirs is not None and _same_input(ours, theirs)):
+            continue
+        if ours is None:
+            differ.append((label, f"given to {spec.name}, not here"))
+        elif theirs is None:
+            differ.append((label, f"not given to {spec.name}"))
+        else:
+            differ.append((label, f"{ours.name!r} instead of {theirs.name!r}"))
+    if differ:
+        labels = ", ".join(label for label, _ in differ)
+        details = "; ".join(f"{label}: {why}" for label, why in differ)
+        warnings.warn(f"{op}: {labels}: not the inputs of the {spec.name} op {producer.name!r} "
+                      f"that produced zState ({details}); {op} {gradient.name!r} then computes "
+                      "the gradients of a different computation", UserWarning, stacklevel=4)
+
+
 def gradient_op(graph: GraphBuilder, spec: CellSpec, arguments: Arguments,
                 descriptor: _Descriptor | None, name: str | None) -> list[Tensor]:
     """Record a gradient op; returns one gradient Tensor per given differentiable input,
     in ``spec.returned`` order, each shaped like its input (SPEC.md section 6)."""
     op = spec.gradient_name
     descriptor = check_descriptor(op, spec, descriptor)
-    tensors = collect_inputs(graph, op, arguments,
-                             ("recurrentWeight", "sourceGradient", "zState", *spec.gradient_required))
-    check_dtypes(op, tensors)
-    check_matching_forward(op, spec, descriptor, tensors["zState"])  # type: ignore[arg-type]
+    inputs, dtype = collect_inputs(graph, op, arguments, ("recurrentWeight", "sourceGradient",
+                                                          "zState", *spec.gradient_required))
+    check_dtypes(op, inputs, dtype)
+    check_matching_forward(op, spec, descriptor, inputs["zState"])
     bidirectional = descriptor.bidirectional
-    sizes = infer_sizes(op, spec, tensors, bidirectional)
+    sizes = infer_sizes(op, spec, inputs, bidirectional)
+    tensors = to_tensors(graph, inputs, dtype)
     options = spec.core_options(descriptor)
     returned = [label for label in spec.returned if tensors.get(label) is not None]
     static = fully_known(tensors)
 
     def compute(arrays: RunArrays) -> list[NDArray[Any]]:
         run_sizes = sizes if static else infer_sizes(op, spec, arrays, bidirectional)
-        dense = normalise(arrays, run_sizes, bidirectional)
+        dense = normalise(arrays, run_sizes, bidirectional, open_shapes=not static)
         grads = _core.rnn_gradients(options, dense)
         return [grads[label].reshape(arrays[label].shape) for label in returned]
 
-    dtype = tensors["source"].dataType  # type: ignore[union-attr]  # source is never None
     outputs = [(f"d{label}", tensors[label].shape, dtype)  # type: ignore[union-attr]
                for label in returned]  # (only given inputs are returned)
-    return graph._add(op, name, tensors, compute, outputs,
-                      {"descriptor": descriptor, "spec": spec, "returned": returned})
+    grads = graph._add(op, name, tensors, compute, outputs,
+                       {"descriptor": descriptor, "spec": spec, "returned": returned})
+    warn_unmatched_inputs(op, spec, grads[0].op)
+    return grads

@@ -1,0 +1,133 @@
+"""A Graph is freed by reference counting alone: nothing it owns refers back to it (a Tensor
+refers to its Graph and op weakly), so ``del g`` frees the Graph, its ops, its constants
+and the weights packed from them at once, with the cyclic collector off. While the Graph
+lives, ``tensor.op``, ``tensor.graph`` and ``op.outputs`` work; once it is gone, using one
+of its tensors is a clear error."""
+
+from __future__ import annotations
+
+import gc
+import re
+import weakref
+
+import numpy as np
+import pytest
+
+import rnngraph as rg
+from toolkit import CELLS, Case, draw_inputs
+from toolkit.placeholders import feeds, on_placeholders
+
+BUILDS = ["constants", "constants+gradient-op", "Graph.gradients-inference",
+          "Graph.gradients-training"]
+
+
+@pytest.fixture
+def no_cycle_collector():
+    was_enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _ops_reached(targets):
+    """Every op the targets depend on, through the public op.inputs and tensor.op."""
+    seen, stack = {}, [t.op for t in targets]
+    while stack:
+        op = stack.pop()
+        if id(op) not in seen:
+            seen[id(op)] = op
+            stack.extend(t.op for t in op.inputs.values() if t is not None)
+    return list(seen.values())
+
+
+def _build_and_run(cell, build, rng):
+    """A graph of ``cell`` with constant weights (packed at the first run), run twice;
+    returns the graph and weak references to it, its ops, their compute functions and its
+    constants' arrays."""
+    case = Case(cell, T=3, N=2, I=5, H=6, bias=True, initState="[N,DH]")
+    x = draw_inputs(case, rng)
+    g = rg.Graph()
+    source = g.placeholder(shape=x["source"].shape, dataType=rg.float64, name="x")
+    weights = {label: g.constant(value, name=label) for label, value in x.items()
+               if label != "source"}
+    training = build in ("constants+gradient-op", "Graph.gradients-training")
+    outputs = getattr(g, cell)(source, **weights, descriptor=case.descriptor(training=training))
+    targets = [outputs[0]]
+    if build == "constants+gradient-op":
+        saved = {"LSTM": {"cellOutputFwd": outputs[1]}, "GRU": {"outputFwd": outputs[0]}}
+        dy = g.constant(np.ones(outputs[0].shape))
+        targets += getattr(g, f"{cell}Gradients")(
+            source, **weights, sourceGradient=dy, zState=outputs[-1], **saved.get(cell, {}),
+            descriptor=case.descriptor())
+    elif build.startswith("Graph.gradients"):
+        grads = g.gradients(of=outputs[0], with_=[source, *weights.values()])
+        targets += grads.values()
+    for _ in range(2):
+        out = g.run(feeds={source: x["source"]}, targetTensors=targets)
+        assert all(np.all(np.isfinite(out[t])) for t in targets)
+    ops = _ops_reached(targets)
+    assert len(ops) >= len(weights) + 2
+    refs = [weakref.ref(g), *(weakref.ref(op) for op in ops)]
+    refs += [weakref.ref(op.compute) for op in ops if op.compute is not None]
+    refs += [weakref.ref(op.attrs["value"]) for op in ops if op.kind == "constant"]
+    return g, refs
+
+
+@pytest.mark.parametrize("build", BUILDS)
+@pytest.mark.parametrize("cell", CELLS)
+def test_deleted_graphs_are_freed_at_once_without_the_cycle_collector(
+        cell, build, rng, no_cycle_collector):
+    for _ in range(5):
+        g, refs = _build_and_run(cell, build, rng)
+        assert all(ref() is not None for ref in refs)
+        del g
+        alive = [ref() for ref in refs if ref() is not None]
+        assert alive == [], f"still alive after del: {alive[:3]}"
+    assert not gc.isenabled()
+
+
+def test_what_a_run_returned_stays_valid_when_the_graph_is_freed(rng, no_cycle_collector):
+    """The arrays a run returns belong to the caller; the Graph's own memory goes with it."""
+    g, refs = _build_and_run("LSTM", "constants", rng)
+    x = g.placeholder(shape=(3,), dataType=rg.float32, name="x")
+    out = g.run(feeds={x: np.arange(3.0)}, targetTensors=[x])[x]
+    del g
+    assert all(ref() is None for ref in refs)
+    np.testing.assert_array_equal(out, np.arange(3.0, dtype=np.float32))
+
+
+def test_tensors_and_ops_work_while_the_graph_lives(rng):
+    case = Case.parse("singleGateRNN", "fwd-act=tanh-h0-H4")
+    g, ph, (h, z) = on_placeholders(case, dataType=rg.float64,
+                                    descriptor=case.descriptor(training=True), name="cell")
+    assert h.graph is g and z.graph is g and ph["source"].graph is g
+    op = h.op
+    assert op is z.op and op.kind == "singleGateRNN" and op.name == "cell"
+    assert op.outputs == [h, z] and [t.index for t in op.outputs] == [0, 1]
+    assert op.inputs["source"] is ph["source"] and ph["source"].op.kind == "placeholder"
+    out = h.graph.run(feeds=feeds(ph, draw_inputs(case, rng)), targetTensors=[h])
+    assert out[h].shape == (case.T, case.N, case.H)
+
+
+def test_tensors_of_a_deleted_graph_raise_a_clear_error(no_cycle_collector):
+    g = rg.Graph()
+    x = g.placeholder(shape=(3, 2, 4), dataType=rg.float32, name="x")
+    (h,) = g.singleGateRNN(x, recurrentWeight=np.eye(4, dtype=np.float32))
+    del g
+    gone = re.escape("its Graph was deleted")
+    for tensor in (x, h):
+        with pytest.raises(ReferenceError, match=gone):
+            tensor.graph  # noqa: B018
+        with pytest.raises(ReferenceError, match=gone):
+            tensor.op  # noqa: B018
+    assert h.shape == (3, 2, 4) and h.dataType == rg.float32 and "Tensor(" in repr(h)
+    other = rg.Graph()
+    with pytest.raises(ValueError, match="singleGateRNN: source: tensor 'x' belongs to a Graph "
+                                         "that was deleted"):
+        other.singleGateRNN(x, recurrentWeight=np.eye(4, dtype=np.float32))
+    with pytest.raises(ValueError, match="run: targetTensors: .*deleted"):
+        other.run(feeds={}, targetTensors=[h])
