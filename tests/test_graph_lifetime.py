@@ -6,6 +6,7 @@ of its tensors is a clear error."""
 
 from __future__ import annotations
 
+import copy
 import gc
 import re
 import weakref
@@ -131,3 +132,22 @@ def test_tensors_of_a_deleted_graph_raise_a_clear_error(no_cycle_collector):
         other.singleGateRNN(x, recurrentWeight=np.eye(4, dtype=np.float32))
     with pytest.raises(ValueError, match="run: targetTensors: .*deleted"):
         other.run(feeds={}, targetTensors=[h])
+
+
+def test_a_deep_copy_is_a_graph_of_its_own(rng, no_cycle_collector):
+    """Its tensors refer to the copy, it runs after the original is gone, and it is freed
+    at once in turn."""
+    g, refs = _build_and_run("GRU", "Graph.gradients-training", rng)
+    x = g.placeholder(shape=(3, 2, 4), dataType=rg.float32, name="x")
+    (h,) = g.singleGateRNN(x, recurrentWeight=np.eye(4, dtype=np.float32), name="cell")
+    g2, x2, h2 = copy.deepcopy((g, x, h))
+    assert h2.graph is g2 and h2.op is not h.op and h2.op.outputs == [h2]
+    assert h2.op.inputs["source"] is x2 and h2.name == h.name and h2.op.name == "cell"
+    feed = rng.standard_normal((3, 2, 4)).astype(np.float32)
+    expected = g.run(feeds={x: feed}, targetTensors=[h])[h]
+    del g
+    assert refs[0]() is None  # (the copy shares the compute functions, as deepcopy does)
+    np.testing.assert_array_equal(g2.run(feeds={x2: feed}, targetTensors=[h2])[h2], expected)
+    copied = weakref.ref(g2)
+    del g2
+    assert copied() is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import itertools
 import math
 import weakref
@@ -86,6 +87,17 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps):
         self._ops: list[Operation] = []
         self._names = itertools.count()
         self._plans: dict[tuple[tuple[Tensor, ...], int], _Plan] = {}
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Graph:
+        """A Graph of copied ops and tensors that refer to the copy (their weak references
+        are made anew, not shared with this Graph)."""
+        new = type(self).__new__(type(self))
+        memo[id(self)] = new
+        new._ref = weakref.ref(new)  # before the tensors are copied: they refer to it
+        new._ops = copy.deepcopy(self._ops, memo)
+        new._names = itertools.count(len(self._ops))
+        new._plans = {}
+        return new
 
     # -- building -----------------------------------------------------------------------
     def _add(self, kind: str, name: str | None, inputs: dict[str, Tensor | None],

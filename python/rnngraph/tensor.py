@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import weakref
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rnngraph.dtypes import DataType
 
@@ -55,6 +56,17 @@ class Tensor:
         if op is None:
             raise ReferenceError(self._deleted())
         return op
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Tensor:
+        """Copied with its Graph (see ``Graph.__deepcopy__``), referring to the copies."""
+        new = Tensor.__new__(Tensor)
+        memo[id(self)] = new
+        graph = copy.deepcopy(self.graph, memo)
+        op = copy.deepcopy(self.op, memo)
+        new._graph, new._op, new._placeholder = graph._ref, weakref.ref(op), self._placeholder
+        new.index, new.shape, new.dataType, new.name = (self.index, self.shape, self.dataType,
+                                                        self.name)
+        return new
 
     def _deleted(self) -> str:
         return (f"Tensor {self.name!r}: its Graph was deleted (keep a reference to the Graph "
