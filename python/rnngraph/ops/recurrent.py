@@ -7,15 +7,15 @@ Each cell is described by a ``CellSpec``; the per-cell modules only add the publ
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rnngraph import shapes
 from rnngraph._native import core as _core
-from rnngraph.dtypes import DataType, dense
+from rnngraph.dtypes import DataType
+from rnngraph.ops.forward_matching import check_matching_forward, warn_unmatched_inputs
+from rnngraph.ops.layouts import fully_known, infer_sizes, normalise
 from rnngraph.tensor import Tensor
 
 if TYPE_CHECKING:
@@ -26,17 +26,11 @@ if TYPE_CHECKING:
     from rnngraph._core import PackedWeights
     from rnngraph._typing import CoreOptions, GraphBuilder, RunArrays
     from rnngraph.descriptors import _Descriptor
-    from rnngraph.graph import Operation
-    from rnngraph.shapes import Layout, Sizes
 
     # An op's arguments by Swift label, as given (arrays become constants) or as recorded.
     Arguments = Mapping[str, Tensor | NDArray[Any] | None]
     # The arguments once checked (arrays not yet converted: their shapes are checked first).
     Checked = dict[str, Tensor | NDArray[Any] | None]
-
-# Labels whose tensors are [N, D·H] states (also accepted as [1, N, D·H]).
-STATE_LABELS = ("initState", "initCell", "stateGradient", "cellGradient")
-SEQUENCE_LABELS = ("sourceGradient", "outputFwd", "cellOutputFwd")
 
 
 @dataclass(frozen=True)
@@ -72,70 +66,6 @@ class CellSpec:
         for flag in self.forward_only_flags:
             values.pop(flag, None)
         return self.options_type(**values)
-
-
-def layouts(label: str, spec: CellSpec, bidirectional: bool,
-            has_input_weight: bool) -> list[Layout]:
-    """The accepted layouts of ``label`` (SPEC.md section 1), as symbolic shapes."""
-    G, D = spec.gates, 2 if bidirectional else 1
-    T, N, I, H = (1, "T"), (1, "N"), (1, "I"), (1, "H")
-    if label == "source":
-        return [[T, N, I]] if has_input_weight else [[T, N, (D * G, "H")]]
-    if label == "recurrentWeight":
-        return [[2, (G, "H"), H]] if bidirectional else [[(G, "H"), H]]
-    if label == "inputWeight":
-        return [[(D * G, "H"), I]]
-    if label == "bias":
-        return [[(D * G, "H")]]
-    if label in STATE_LABELS:
-        return [[N, (D, "H")], [1, N, (D, "H")]]
-    if label == "peephole":
-        return [[(D * 4, "H")], [2, (4, "H")]] if bidirectional else [[(4, "H")]]
-    if label == "secondaryBias":
-        return [[(D, "H")]]
-    if label in SEQUENCE_LABELS:
-        return [[T, N, (D, "H")]]
-    if label == "zState":
-        return [[T, N, (D * G, "H")]]
-    raise KeyError(label)
-
-
-def infer_sizes(op: str, spec: CellSpec, inputs: Arguments, bidirectional: bool) -> Sizes:
-    """Check every given input's shape (a Tensor's shape or an array's) and return the sizes
-    T, N, I, H (None where unknown). Raises ValueError naming ``op`` and the label."""
-    shape_of = {label: tuple(v.shape) for label, v in inputs.items() if v is not None}
-    has_w = "inputWeight" in shape_of
-    if len(shape_of["source"]) != 3:
-        raise ValueError(f"{op}: source: expected rank 3 [T, N, {'I' if has_w else 'G·H'}], "
-                         f"got shape {list(shape_of['source'])}")
-    rank_r = 3 if bidirectional else 2
-    if len(shape_of["recurrentWeight"]) != rank_r:
-        raise ValueError(f"{op}: recurrentWeight: expected rank {rank_r} "
-                         f"({'bidirectional' if bidirectional else 'unidirectional'}), "
-                         f"got shape {list(shape_of['recurrentWeight'])}")
-    sizes: Sizes = {"T": None, "N": None, "I": None, "H": None}
-    shapes.bind(sizes, "H", shape_of["recurrentWeight"][-1])
-    # Learn the remaining sizes from the first tensors that hold them.
-    for label in ("source", "sourceGradient", "zState", *STATE_LABELS, "inputWeight"):
-        if label not in shape_of:
-            continue
-        for layout in layouts(label, spec, bidirectional, has_w):
-            if len(layout) == len(shape_of[label]):
-                for dim, value in zip(layout, shape_of[label]):
-                    if isinstance(dim, tuple) and dim[1] != "H":
-                        shapes.bind(sizes, dim[1], value, dim[0])
-                break
-    for label, shape in shape_of.items():
-        if label == "mask":
-            D = 2 if bidirectional else 1
-            shapes.check_broadcastable(op, label, shape, [(1, "T"), (1, "N"), (D, "H")], sizes)
-        else:
-            shapes.check(op, label, shape, layouts(label, spec, bidirectional, has_w), sizes)
-    if sizes["H"] == 0:
-        raise ValueError(f"{op}: recurrentWeight: hidden size H must be positive")
-    if has_w and sizes["I"] == 0:
-        raise ValueError(f"{op}: source: input size I must be positive when inputWeight is given")
-    return sizes
 
 
 def check_descriptor(op: str, spec: CellSpec, descriptor: _Descriptor | None) -> _Descriptor:
@@ -186,34 +116,6 @@ def to_tensors(graph: GraphBuilder, inputs: Checked, dtype: DataType) -> dict[st
             for label, value in inputs.items()}
 
 
-def normalise(arrays: RunArrays, sizes: Mapping[str, Any], bidirectional: bool,
-              open_shapes: bool = False) -> RunArrays:
-    """Run-time arrays in the dense layouts the core expects (SPEC.md section 1).
-    ``open_shapes``: the op has inputs of dimensions unknown when it was built, whose feeds
-    may be broadcast views (``Graph.run`` keeps them so until their shapes are checked)."""
-    T, N, H = sizes["T"], sizes["N"], sizes["H"]
-    DH = (2 if bidirectional else 1) * H
-    out: RunArrays = {}
-    for label, array in arrays.items():
-        if array is None:
-            out[label] = None
-            continue
-        # Every other run-time array is already C-contiguous (feeds, constants and op
-        # outputs are), and reshaping keeps it so; a broadcast mask needs a dense copy.
-        if label in STATE_LABELS:
-            array = array.reshape(N, DH)
-        elif label == "peephole":
-            array = array.reshape(-1)
-        elif label == "mask":
-            array = dense(np.broadcast_to(array, (T, N, DH)))
-        out[label] = dense(array) if open_shapes else array
-    return out
-
-
-def fully_known(tensors: dict[str, Tensor | None]) -> bool:
-    return all(None not in t.shape for t in tensors.values() if t is not None)
-
-
 def forward_op(graph: GraphBuilder, spec: CellSpec, arguments: Arguments,
                descriptor: _Descriptor | None, name: str | None,
                outputs_for: Callable[[Any], list[str]]) -> list[Tensor]:
@@ -257,62 +159,6 @@ def forward_op(graph: GraphBuilder, spec: CellSpec, arguments: Arguments,
 
     return graph._add(op, name, tensors, compute, [(k, shape_of[k], dtype) for k in wanted],
                       {"descriptor": descriptor, "spec": spec, "outputs": wanted})
-
-
-def check_matching_forward(op: str, spec: CellSpec, descriptor: _Descriptor,
-                           zState: object) -> None:
-    """When zState comes from a forward op of this graph, the descriptors must agree."""
-    if not isinstance(zState, Tensor):
-        return
-    producer = zState.op
-    if producer.kind != spec.name:
-        return
-    theirs = producer.attrs["descriptor"].as_dict()
-    ours = descriptor.as_dict()
-    for key in ours:
-        if key in spec.forward_only_flags:
-            continue
-        if ours[key] != theirs[key]:
-            raise ValueError(f"{op}: descriptor: {key}={ours[key]!r} differs from the {spec.name} op "
-                             f"{producer.name!r} that produced zState ({key}={theirs[key]!r})")
-
-
-def _same_input(ours: Tensor, theirs: Tensor) -> bool:
-    """The same tensor, or two constants of equal shape, dataType and values (an array given
-    to both ops becomes one constant for each)."""
-    if ours is theirs:
-        return True
-    a, b = ours.op, theirs.op
-    return (a.kind == b.kind == "constant" and ours.dataType == theirs.dataType
-            and np.array_equal(a.attrs["value"], b.attrs["value"], equal_nan=True))
-
-
-def warn_unmatched_inputs(op: str, spec: CellSpec, gradient: Operation) -> None:
-    """When zState comes from a forward op of this graph, warn (MPSGraph allows it) about
-    each of that op's inputs the gradient op was given differently: its gradients are then
-    those of another computation."""
-    zState = gradient.inputs["zState"]
-    producer = None if zState is None else zState.op
-    if producer is None or producer.kind != spec.name:
-        return
-    differ = []
-    for label, theirs in producer.inputs.items():
-        ours = gradient.inputs.get(label)
-        if ours is None and theirs is None or (
-                ours is not None and theirs is not None and _same_input(ours, theirs)):
-            continue
-        if ours is None:
-            differ.append((label, f"given to {spec.name}, not here"))
-        elif theirs is None:
-            differ.append((label, f"not given to {spec.name}"))
-        else:
-            differ.append((label, f"{ours.name!r} instead of {theirs.name!r}"))
-    if differ:
-        labels = ", ".join(label for label, _ in differ)
-        details = "; ".join(f"{label}: {why}" for label, why in differ)
-        warnings.warn(f"{op}: {labels}: not the inputs of the {spec.name} op {producer.name!r} "
-                      f"that produced zState ({details}); {op} {gradient.name!r} then computes "
-                      "the gradients of a different computation", UserWarning, stacklevel=4)
 
 
 def gradient_op(graph: GraphBuilder, spec: CellSpec, arguments: Arguments,

@@ -1,0 +1,71 @@
+"""A gradient op wired to a forward op of the same graph: its descriptor must agree, and
+inputs other than the forward op's are legal (as in MPSGraph) but warned about."""
+
+from __future__ import annotations
+
+import warnings
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from rnngraph.tensor import Tensor
+
+if TYPE_CHECKING:
+    from rnngraph.descriptors import _Descriptor
+    from rnngraph.graph import Operation
+    from rnngraph.ops.recurrent import CellSpec
+
+def check_matching_forward(op: str, spec: CellSpec, descriptor: _Descriptor,
+                           zState: object) -> None:
+    """When zState comes from a forward op of this graph, the descriptors must agree."""
+    if not isinstance(zState, Tensor):
+        return
+    producer = zState.op
+    if producer.kind != spec.name:
+        return
+    theirs = producer.attrs["descriptor"].as_dict()
+    ours = descriptor.as_dict()
+    for key in ours:
+        if key in spec.forward_only_flags:
+            continue
+        if ours[key] != theirs[key]:
+            raise ValueError(f"{op}: descriptor: {key}={ours[key]!r} differs from the {spec.name} op "
+                             f"{producer.name!r} that produced zState ({key}={theirs[key]!r})")
+
+
+def _same_input(ours: Tensor, theirs: Tensor) -> bool:
+    """The same tensor, or two constants of equal shape, dataType and values (an array given
+    to both ops becomes one constant for each)."""
+    if ours is theirs:
+        return True
+    a, b = ours.op, theirs.op
+    return (a.kind == b.kind == "constant" and ours.dataType == theirs.dataType
+            and np.array_equal(a.attrs["value"], b.attrs["value"], equal_nan=True))
+
+
+def warn_unmatched_inputs(op: str, spec: CellSpec, gradient: Operation) -> None:
+    """When zState comes from a forward op of this graph, warn (MPSGraph allows it) about
+    each of that op's inputs the gradient op was given differently: its gradients are then
+    those of another computation."""
+    zState = gradient.inputs["zState"]
+    producer = None if zState is None else zState.op
+    if producer is None or producer.kind != spec.name:
+        return
+    differ = []
+    for label, theirs in producer.inputs.items():
+        ours = gradient.inputs.get(label)
+        if ours is None and theirs is None or (
+                ours is not None and theirs is not None and _same_input(ours, theirs)):
+            continue
+        if ours is None:
+            differ.append((label, f"given to {spec.name}, not here"))
+        elif theirs is None:
+            differ.append((label, f"not given to {spec.name}"))
+        else:
+            differ.append((label, f"{ours.name!r} instead of {theirs.name!r}"))
+    if differ:
+        labels = ", ".join(label for label, _ in differ)
+        details = "; ".join(f"{label}: {why}" for label, why in differ)
+        warnings.warn(f"{op}: {labels}: not the inputs of the {spec.name} op {producer.name!r} "
+                      f"that produced zState ({details}); {op} {gradient.name!r} then computes "
+                      "the gradients of a different computation", UserWarning, stacklevel=4)

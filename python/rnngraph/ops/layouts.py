@@ -1,0 +1,115 @@
+"""The layouts of the recurrent ops' inputs (SPEC.md section 1): the shapes each label
+accepts, the sizes T, N, I, H learned from them, and the dense arrays the core takes."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from rnngraph import shapes
+from rnngraph.dtypes import dense
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from rnngraph._typing import RunArrays
+    from rnngraph.ops.recurrent import Arguments, CellSpec
+    from rnngraph.shapes import Layout, Sizes
+    from rnngraph.tensor import Tensor
+
+# Labels whose tensors are [N, D·H] states (also accepted as [1, N, D·H]).
+STATE_LABELS = ("initState", "initCell", "stateGradient", "cellGradient")
+SEQUENCE_LABELS = ("sourceGradient", "outputFwd", "cellOutputFwd")
+
+
+def layouts(label: str, spec: CellSpec, bidirectional: bool,
+            has_input_weight: bool) -> list[Layout]:
+    """The accepted layouts of ``label`` (SPEC.md section 1), as symbolic shapes."""
+    G, D = spec.gates, 2 if bidirectional else 1
+    T, N, I, H = (1, "T"), (1, "N"), (1, "I"), (1, "H")
+    if label == "source":
+        return [[T, N, I]] if has_input_weight else [[T, N, (D * G, "H")]]
+    if label == "recurrentWeight":
+        return [[2, (G, "H"), H]] if bidirectional else [[(G, "H"), H]]
+    if label == "inputWeight":
+        return [[(D * G, "H"), I]]
+    if label == "bias":
+        return [[(D * G, "H")]]
+    if label in STATE_LABELS:
+        return [[N, (D, "H")], [1, N, (D, "H")]]
+    if label == "peephole":
+        return [[(D * 4, "H")], [2, (4, "H")]] if bidirectional else [[(4, "H")]]
+    if label == "secondaryBias":
+        return [[(D, "H")]]
+    if label in SEQUENCE_LABELS:
+        return [[T, N, (D, "H")]]
+    if label == "zState":
+        return [[T, N, (D * G, "H")]]
+    raise KeyError(label)
+
+
+def infer_sizes(op: str, spec: CellSpec, inputs: Arguments, bidirectional: bool) -> Sizes:
+    """Check every given input's shape (a Tensor's shape or an array's) and return the sizes
+    T, N, I, H (None where unknown). Raises ValueError naming ``op`` and the label."""
+    shape_of = {label: tuple(v.shape) for label, v in inputs.items() if v is not None}
+    has_w = "inputWeight" in shape_of
+    if len(shape_of["source"]) != 3:
+        raise ValueError(f"{op}: source: expected rank 3 [T, N, {'I' if has_w else 'G·H'}], "
+                         f"got shape {list(shape_of['source'])}")
+    rank_r = 3 if bidirectional else 2
+    if len(shape_of["recurrentWeight"]) != rank_r:
+        raise ValueError(f"{op}: recurrentWeight: expected rank {rank_r} "
+                         f"({'bidirectional' if bidirectional else 'unidirectional'}), "
+                         f"got shape {list(shape_of['recurrentWeight'])}")
+    sizes: Sizes = {"T": None, "N": None, "I": None, "H": None}
+    shapes.bind(sizes, "H", shape_of["recurrentWeight"][-1])
+    # Learn the remaining sizes from the first tensors that hold them.
+    for label in ("source", "sourceGradient", "zState", *STATE_LABELS, "inputWeight"):
+        if label not in shape_of:
+            continue
+        for layout in layouts(label, spec, bidirectional, has_w):
+            if len(layout) == len(shape_of[label]):
+                for dim, value in zip(layout, shape_of[label]):
+                    if isinstance(dim, tuple) and dim[1] != "H":
+                        shapes.bind(sizes, dim[1], value, dim[0])
+                break
+    for label, shape in shape_of.items():
+        if label == "mask":
+            D = 2 if bidirectional else 1
+            shapes.check_broadcastable(op, label, shape, [(1, "T"), (1, "N"), (D, "H")], sizes)
+        else:
+            shapes.check(op, label, shape, layouts(label, spec, bidirectional, has_w), sizes)
+    if sizes["H"] == 0:
+        raise ValueError(f"{op}: recurrentWeight: hidden size H must be positive")
+    if has_w and sizes["I"] == 0:
+        raise ValueError(f"{op}: source: input size I must be positive when inputWeight is given")
+    return sizes
+
+
+def normalise(arrays: RunArrays, sizes: Mapping[str, Any], bidirectional: bool,
+              open_shapes: bool = False) -> RunArrays:
+    """Run-time arrays in the dense layouts the core expects (SPEC.md section 1).
+    ``open_shapes``: the op has inputs of dimensions unknown when it was built, whose feeds
+    may be broadcast views (``Graph.run`` keeps them so until their shapes are checked)."""
+    T, N, H = sizes["T"], sizes["N"], sizes["H"]
+    DH = (2 if bidirectional else 1) * H
+    out: RunArrays = {}
+    for label, array in arrays.items():
+        if array is None:
+            out[label] = None
+            continue
+        # Every other run-time array is already C-contiguous (feeds, constants and op
+        # outputs are), and reshaping keeps it so; a broadcast mask needs a dense copy.
+        if label in STATE_LABELS:
+            array = array.reshape(N, DH)
+        elif label == "peephole":
+            array = array.reshape(-1)
+        elif label == "mask":
+            array = dense(np.broadcast_to(array, (T, N, DH)))
+        out[label] = dense(array) if open_shapes else array
+    return out
+
+
+def fully_known(tensors: dict[str, Tensor | None]) -> bool:
+    return all(None not in t.shape for t in tensors.values() if t is not None)
