@@ -14,7 +14,7 @@ from rnngraph._core import get_num_threads as get_num_threads
 from rnngraph._core import kept_bytes as kept_bytes
 from rnngraph._core import kernel_level as kernel_level
 from rnngraph._core import pack_forward_weights as pack_forward_weights
-from rnngraph._core import rnn_forward as rnn_forward
 from rnngraph._core import release_kept_memory as release_kept_memory
+from rnngraph._core import rnn_forward as rnn_forward
 from rnngraph._core import rnn_gradients as rnn_gradients
 from rnngraph._core import set_num_threads as set_num_threads
