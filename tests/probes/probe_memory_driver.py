@@ -1,0 +1,187 @@
+"""Resident memory over repeated Graph builds and runs (run by test_memory_probe.py in a
+process of its own, so that nothing else the test session did is in its RSS).
+
+RSS is read from /proc/self/status (VmRSS). The starting point is taken after importing
+rnngraph and one tiny op (its worker threads and BLAS started). Each scenario builds a
+Graph, runs it a few times, drops every reference to it and its outputs, and records RSS
+(after gc.collect(), except in the scenario that keeps the collector off throughout); it
+repeats that ``builds`` times. Then, with nothing of the user's
+left, RSS is read again until it is back within ``TOLERANCE`` of the starting point or
+``SETTLE`` seconds have passed (rnngraph may give kept memory back from a thread after an
+idle second: the wait is a deadline, not a measurement).
+
+Prints one JSON line: {"start_mib", "scenarios": {name: {"series_mib", "growth_mib",
+"final_mib", "excess_mib"}}}.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import sys
+import time
+
+import numpy as np
+
+import rnngraph as rg
+
+MIB = 1 << 20
+TOLERANCE = 20 * MIB
+SETTLE = 15.0  # seconds: a deadline for memory to come back, not a timing assertion
+WARM = 3  # builds before the flatness reference point
+
+
+def rss() -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmRSS in /proc/self/status")
+
+
+def settle(start: int) -> int:
+    """RSS once it is back within TOLERANCE of ``start``, or at the deadline."""
+    deadline = time.monotonic() + SETTLE
+    while True:
+        gc.collect()
+        now = rss()
+        if now - start <= TOLERANCE or time.monotonic() > deadline:
+            return now
+        time.sleep(0.1)
+
+
+def weights(rng: np.random.Generator, rows: int, cols: int) -> np.ndarray:
+    return (rng.standard_normal((rows, cols)) * 0.05).astype(np.float32)
+
+
+def lstm_inference(seed: int, T: int = 16, N: int = 32, I: int = 256, H: int = 256) -> None:
+    """Constant weights (packed once, kept by the Graph), forward only."""
+    rng = np.random.default_rng(seed)
+    g = rg.Graph()
+    x = g.placeholder(shape=(None, N, I), dataType=rg.float32, name="x")
+    h, c = g.LSTM(x, recurrentWeight=weights(rng, 4 * H, H), inputWeight=weights(rng, 4 * H, I),
+                  bias=np.zeros(4 * H, np.float32), descriptor=rg.LSTMDescriptor(produceCell=True))
+    feeds = {x: rng.standard_normal((T, N, I)).astype(np.float32)}
+    for _ in range(4):
+        out = g.run(feeds=feeds, targetTensors=[h, c])
+    assert out[h].shape == (T, N, H)
+
+
+def lstm_training(seed: int, T: int = 16, N: int = 32, I: int = 256, H: int = 256) -> None:
+    """Weights fed through placeholders (packed per call), forward and gradient ops."""
+    rng = np.random.default_rng(seed)
+    g = rg.Graph()
+    x = g.placeholder(shape=(T, N, I), dataType=rg.float32, name="x")
+    R = g.placeholder(shape=(4 * H, H), dataType=rg.float32, name="R")
+    W = g.placeholder(shape=(4 * H, I), dataType=rg.float32, name="W")
+    dy = g.placeholder(shape=(T, N, H), dataType=rg.float32, name="dy")
+    d = rg.LSTMDescriptor(training=True)
+    h, c, z = g.LSTM(x, recurrentWeight=R, inputWeight=W, descriptor=d)
+    grads = g.LSTMGradients(x, recurrentWeight=R, sourceGradient=dy, zState=z, cellOutputFwd=c,
+                            inputWeight=W, descriptor=d)
+    feeds = {x: rng.standard_normal((T, N, I)).astype(np.float32),
+             R: weights(rng, 4 * H, H), W: weights(rng, 4 * H, I),
+             dy: np.ones((T, N, H), np.float32)}
+    for _ in range(3):
+        out = g.run(feeds=feeds, targetTensors=[h, *grads])
+    assert out[grads[1]].shape == (4 * H, H)
+
+
+def gru_autodiff(seed: int, T: int = 12, N: int = 32, I: int = 192, H: int = 256) -> None:
+    """Constant weights and Graph.gradients (its backward ops), float64."""
+    rng = np.random.default_rng(seed)
+    g = rg.Graph()
+    x = g.placeholder(shape=(T, N, I), dataType=rg.float64, name="x")
+    R = g.constant(weights(rng, 3 * H, H).astype(np.float64))
+    W = g.constant(weights(rng, 3 * H, I).astype(np.float64))
+    (h,) = g.GRU(x, recurrentWeight=R, inputWeight=W,
+                 descriptor=rg.GRUDescriptor(resetAfter=True))
+    grads = g.gradients(of=h, with_=[x, R, W])
+    feeds = {x: rng.standard_normal((T, N, I))}
+    for _ in range(3):
+        out = g.run(feeds=feeds, targetTensors=[h, *grads.values()])
+    assert out[h].shape == (T, N, H)
+
+
+def many_alive(seed: int) -> None:
+    """Several graphs alive at once (constant weights, single-gate RNN, bidirectional),
+    all run, then all dropped together."""
+    rng = np.random.default_rng(seed)
+    graphs = []
+    for k in range(6):
+        H, I, T, N = 128 + 32 * k, 128, 10, 32
+        g = rg.Graph()
+        x = g.placeholder(shape=(T, N, I), dataType=rg.float32, name="x")
+        R = (rng.standard_normal((2, H, H)) * 0.05).astype(np.float32)
+        (h,) = g.singleGateRNN(x, recurrentWeight=R, inputWeight=weights(rng, 2 * H, I),
+                               descriptor=rg.SingleGateRNNDescriptor(bidirectional=True))
+        graphs.append((g, {x: rng.standard_normal((T, N, I)).astype(np.float32)}, h))
+    outputs = [g.run(feeds=feeds, targetTensors=[h])[h] for g, feeds, h in graphs]
+    assert all(o.shape[2] == 2 * (128 + 32 * k) for k, o in enumerate(outputs))
+
+
+def core_packed(seed: int, I: int = 256, H: int = 256) -> None:
+    """The compiled module directly: packed weights and outputs, dropped."""
+    from rnngraph import _native
+
+    core = _native.core
+    rng = np.random.default_rng(seed)
+    options = core.LSTMOptions()
+    R, W = weights(rng, 4 * H, H), weights(rng, 4 * H, I)
+    packed = core.pack_forward_weights(options, R, W)
+    x = rng.standard_normal((16, 32, I)).astype(np.float32)
+    for _ in range(3):
+        h, _, z = core.rnn_forward(options, {"source": x, "recurrentWeight": R,
+                                             "inputWeight": W}, training=True, packed=packed)
+    assert h.shape == (16, 32, H) and z.shape == (16, 32, 4 * H)
+
+
+def lstm_inference_no_gc(seed: int) -> None:
+    """As lstm_inference, with the cyclic garbage collector off: a Graph must be freed by
+    reference counting alone when its last reference goes."""
+    gc.disable()
+    try:
+        lstm_inference(seed)
+    finally:
+        gc.enable()
+
+
+SCENARIOS = {"lstm_constant_weights": (lstm_inference, 30),
+             "lstm_constant_weights_gc_off": (lstm_inference_no_gc, 30),
+             "lstm_training_step": (lstm_training, 30),
+             "gru_graph_gradients": (gru_autodiff, 15),
+             "many_graphs_alive": (many_alive, 10),
+             "core_packed_weights": (core_packed, 30)}
+
+
+def main() -> None:
+    names = sys.argv[1:] or list(SCENARIOS)
+    tiny = rg.Graph()  # start the worker threads and the BLAS
+    x = tiny.placeholder(shape=(2, 2, 3), name="x")
+    (h,) = tiny.singleGateRNN(x, recurrentWeight=np.eye(4, dtype=np.float32),
+                              inputWeight=np.ones((4, 3), np.float32))
+    tiny.run(feeds={x: np.ones((2, 2, 3), np.float32)}, targetTensors=[h])
+    del tiny, x, h
+    gc.collect()
+    start = rss()
+    report: dict[str, dict[str, object]] = {}
+    for name in names:
+        scenario, builds = SCENARIOS[name]
+        series = []
+        for build in range(builds):
+            scenario(build)
+            if not name.endswith("_gc_off"):
+                gc.collect()
+            series.append(rss())
+        final = settle(start)
+        report[name] = {
+            "series_mib": [round(v / MIB, 1) for v in series],
+            "growth_mib": round((max(series[WARM:]) - series[WARM - 1]) / MIB, 1),
+            "final_mib": round(final / MIB, 1),
+            "excess_mib": round((final - start) / MIB, 1),
+        }
+    print(json.dumps({"start_mib": round(start / MIB, 1), "scenarios": report}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
