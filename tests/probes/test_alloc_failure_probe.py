@@ -30,9 +30,9 @@ def run_case(headroom: int, warmth: str, layer: str) -> tuple[str, str]:
     """(outcome class, detail) of one case."""
     try:
         run = subprocess.run([sys.executable, DRIVER, str(headroom), warmth, layer],
-                             capture_output=True, check=False, text=True, timeout=300)
+                             capture_output=True, check=False, text=True, timeout=120)
     except subprocess.TimeoutExpired:
-        return "hang", "no answer within 300 s"
+        return "hang", "no answer within 120 s"
     lines = run.stdout.strip().splitlines()
     if run.returncode != 0 or not lines:
         died = "openblas_exit" if "Memory allocation still failed" in run.stderr else "died"
