@@ -146,12 +146,12 @@ def lstm_inference_no_gc(seed: int) -> None:
         gc.enable()
 
 
-SCENARIOS = {"lstm_constant_weights": (lstm_inference, 30),
-             "lstm_constant_weights_gc_off": (lstm_inference_no_gc, 30),
-             "lstm_training_step": (lstm_training, 30),
-             "gru_graph_gradients": (gru_autodiff, 15),
-             "many_graphs_alive": (many_alive, 10),
-             "core_packed_weights": (core_packed, 30)}
+SCENARIOS = {"lstm_constant_weights": (lstm_inference, 20),
+             "lstm_constant_weights_gc_off": (lstm_inference_no_gc, 20),
+             "lstm_training_step": (lstm_training, 20),
+             "gru_graph_gradients": (gru_autodiff, 12),
+             "many_graphs_alive": (many_alive, 8),
+             "core_packed_weights": (core_packed, 20)}
 
 
 def main() -> None:

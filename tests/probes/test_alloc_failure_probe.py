@@ -17,7 +17,7 @@ import subprocess
 import sys
 
 DRIVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "probe_alloc_driver.py")
-HEADROOMS_MIB = (0, 8, 16, 32, 48, 64, 96, 128, 256)
+HEADROOMS_MIB = (0, 8, 16, 32, 64, 128, 256)
 NAMES = {"graph": ("LSTM", "LSTMGradients", "run"),
          "core": ("LSTM", "LSTMGradients", "rnn_forward", "rnn_gradients")}
 
