@@ -255,8 +255,10 @@ void bind_rnn(py::module_& m) {
         const CellOptions opts = options_from(options, "rnn_gradients: options");
         const CellTraits& t = traits_of(opts);
         const Inputs in(inputs, t.gradient_op, t.gradient_labels);
-        return dispatch(t.gradient_op, "source", in["source"],
-                        [&](auto tag) { return gradients_typed<decltype(tag)>(opts, in); });
+        return naming_memory_errors(t.gradient_op, [&] {
+          return dispatch(t.gradient_op, "source", in["source"],
+                          [&](auto tag) { return gradients_typed<decltype(tag)>(opts, in); });
+        });
       },
       py::arg("options"), py::arg("inputs"),
       "Gradient op of one RNN on dense arrays in SPEC.md layouts. inputs: {label: array or None}.\n"
