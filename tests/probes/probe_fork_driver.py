@@ -40,7 +40,7 @@ import rnngraph as rg
 FORKS = 2000
 KERNEL_THREADS = 3
 ALIVE = 4  # children at a time
-DEADLINE = 30.0  # seconds a child may take (it needs milliseconds)
+DEADLINE = 20.0  # seconds a child may take (it needs milliseconds)
 MAX_HUNG = 10
 
 
