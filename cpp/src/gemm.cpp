@@ -5,10 +5,13 @@
 #include "rnngraph/memory.hpp"
 #include "tuning.hpp"
 
+#include <pthread.h>
 #include <sys/mman.h>
 
 #include <algorithm>
 #include <atomic>
+#include <new>
+#include <shared_mutex>
 #include <cstring>
 #include <type_traits>
 
@@ -150,9 +153,22 @@ bool try_recurrent(Trans ta, Trans tb, Index m, Index n, Index k, S alpha, const
 constexpr size_t kBlasBufferProbe = size_t(64) << 20;
 std::atomic<int> blas_callers{0}, blas_callers_peak{0};
 
+// fork: OpenBLAS's own allocation lock would be copied locked into a child forked while one
+// of rnngraph's threads is inside a BLAS call, and the child's first BLAS call would hang on
+// it. So every call holds this lock shared, and a fork waits for the calls in flight and
+// holds it across (pthread_atfork below): no thread is inside the BLAS when fork copies it.
+std::shared_mutex blas_fork_lock;
+void lock_blas_before_fork() { blas_fork_lock.lock(); }
+void unlock_blas_after_fork() { blas_fork_lock.unlock(); }
+// The child's only thread is not the writer that locked it (a rwlock knows its writer), so it
+// starts from a fresh, unlocked lock instead.
+void fresh_blas_lock_in_child() { new (&blas_fork_lock) std::shared_mutex; }
+[[maybe_unused]] const int blas_fork_handlers =
+    pthread_atfork(lock_blas_before_fork, unlock_blas_after_fork, fresh_blas_lock_in_child);
+
 class BlasCall {
  public:
-  BlasCall() {
+  BlasCall() : fork_guard_(blas_fork_lock) {
     const int now = blas_callers.fetch_add(1, std::memory_order_acq_rel) + 1;
     int peak = blas_callers_peak.load(std::memory_order_acquire);
     if (now <= peak) return;
@@ -169,6 +185,9 @@ class BlasCall {
   ~BlasCall() { blas_callers.fetch_sub(1, std::memory_order_acq_rel); }
   BlasCall(const BlasCall&) = delete;
   BlasCall& operator=(const BlasCall&) = delete;
+
+ private:
+  std::shared_lock<std::shared_mutex> fork_guard_;
 };
 
 // Leading dimensions must be at least 1 even for empty operands.
