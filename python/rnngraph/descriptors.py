@@ -15,6 +15,11 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
 
+
+class UnknownPropertyError(AttributeError, TypeError):
+    """A descriptor has no such property: an AttributeError (as for any object) that is also
+    the TypeError of a wrong argument, as rnngraph raises for every bad input."""
+
 class _Descriptor:
     """Shared machinery: typed, validated properties and copying."""
 
@@ -45,7 +50,7 @@ class _Descriptor:
                 value = as_activation(value, f"{kind}.{name}")
             else:
                 known = ", ".join((*self._flags, *self._activations))
-                raise AttributeError(f"{kind} has no property {name!r} (properties: {known})")
+                raise UnknownPropertyError(f"{kind} has no property {name!r} (properties: {known})")
             object.__setattr__(self, name, value)
 
     def copy(self) -> Self:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import enum
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from numpy.typing import ArrayLike, DTypeLike, NDArray
 
 
@@ -61,3 +64,13 @@ def broadcast_view(array: NDArray[Any], dtype: DTypeLike) -> NDArray[Any]:
     compact = array[tuple(slice(0, 1) if stride == 0 else slice(None)
                           for stride in array.strides)]
     return np.broadcast_to(dense(compact, dtype), array.shape)
+
+
+@contextlib.contextmanager
+def naming_memory_errors(where: str) -> Iterator[None]:
+    """A MemoryError inside the block (NumPy's, converting or copying an array) is raised
+    again naming ``where`` (the op or method and the label)."""
+    try:
+        yield
+    except MemoryError as error:
+        raise MemoryError(f"{where}: out of memory: {error}") from None

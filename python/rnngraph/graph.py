@@ -5,13 +5,14 @@ from __future__ import annotations
 import copy
 import itertools
 import math
+import sys
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 import numpy as np
 
-from rnngraph.dtypes import DataType, as_data_type, broadcast_view, dense
+from rnngraph.dtypes import DataType, as_data_type, broadcast_view, dense, naming_memory_errors
 from rnngraph.ops.gru import GRUOps
 from rnngraph.ops.lstm import LSTMOps
 from rnngraph.ops.single_gate_rnn import SingleGateRNNOps
@@ -65,9 +66,10 @@ def _feed_array(tensor: Tensor, value: ArrayLike) -> NDArray[Any]:
     ):
         dims = ", ".join("?" if d is None else str(d) for d in tensor.shape)
         raise ValueError(f"{where}: expected shape [{dims}], got {list(array.shape)}")
-    if None in tensor.shape and 0 in array.strides and array.size > 1:
-        return broadcast_view(array, tensor.dataType.numpy)
-    return dense(array, tensor.dataType.numpy)
+    with naming_memory_errors(where):
+        if None in tensor.shape and 0 in array.strides and array.size > 1:
+            return broadcast_view(array, tensor.dataType.numpy)
+        return dense(array, tensor.dataType.numpy)
 
 
 class Graph(SingleGateRNNOps, LSTMOps, GRUOps):
@@ -182,6 +184,9 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps):
         dtype = as_data_type(dataType, "constant: dataType")
         if shape is not None:
             dims = _constant_shape(shape)
+            if math.prod(dims) * dtype.numpy.itemsize > sys.maxsize:
+                raise MemoryError(f"constant: shape: {list(dims)} holds {math.prod(dims)} "
+                                  "elements, more than an array can address")
             if array.ndim == 0:
                 array = np.broadcast_to(array, dims)  # a view: filled by the copy below
             elif array.size != math.prod(dims):
@@ -189,7 +194,8 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps):
                                  f"elements, the value {list(array.shape)} has {array.size}")
             else:
                 array = array.reshape(dims)
-        array = np.array(array, dtype=dtype.numpy, order="C")  # one dense copy
+        with naming_memory_errors("constant: value"):
+            array = np.array(array, dtype=dtype.numpy, order="C")  # one dense copy
         array.setflags(write=False)
         return self._add("constant", name, {}, None, [("", array.shape, dtype)], {"value": array})[0]
 

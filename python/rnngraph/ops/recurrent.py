@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rnngraph._native import core as _core
-from rnngraph.dtypes import DataType
+from rnngraph.dtypes import DataType, naming_memory_errors
 from rnngraph.ops.forward_matching import check_matching_forward, warn_unmatched_inputs
 from rnngraph.ops.layouts import fully_known, infer_sizes, normalise
 from rnngraph.tensor import Tensor
@@ -109,11 +109,17 @@ def collect_inputs(graph: GraphBuilder, op: str, arguments: Arguments,
     return inputs, DataType.float64 if source.dtype == np.float64 else DataType.float32
 
 
-def to_tensors(graph: GraphBuilder, inputs: Checked, dtype: DataType) -> dict[str, Tensor | None]:
+def to_tensors(graph: GraphBuilder, op: str, inputs: Checked,
+               dtype: DataType) -> dict[str, Tensor | None]:
     """The checked inputs as Tensors: arrays become constants of the op's dataType."""
-    return {label: value if value is None or isinstance(value, Tensor)
-            else graph.constant(value, dataType=dtype)
-            for label, value in inputs.items()}
+    tensors: dict[str, Tensor | None] = {}
+    for label, value in inputs.items():
+        if value is None or isinstance(value, Tensor):
+            tensors[label] = value
+        else:
+            with naming_memory_errors(f"{op}: {label}"):
+                tensors[label] = graph.constant(value, dataType=dtype)
+    return tensors
 
 
 def forward_op(graph: GraphBuilder, spec: CellSpec, arguments: Arguments,
@@ -127,7 +133,7 @@ def forward_op(graph: GraphBuilder, spec: CellSpec, arguments: Arguments,
     check_dtypes(op, inputs, dtype)
     bidirectional = descriptor.bidirectional
     sizes = infer_sizes(op, spec, inputs, bidirectional)
-    tensors = to_tensors(graph, inputs, dtype)
+    tensors = to_tensors(graph, op, inputs, dtype)
     D = 2 if bidirectional else 1
     T, N, H = sizes["T"], sizes["N"], sizes["H"]
     DH = None if H is None else D * H
@@ -149,7 +155,8 @@ def forward_op(graph: GraphBuilder, spec: CellSpec, arguments: Arguments,
         # Shapes known when building were checked then, and feeds are checked against their
         # placeholders; only dimensions left open need the checks again now.
         run_sizes = sizes if static else infer_sizes(op, spec, arrays, bidirectional)
-        dense = normalise(arrays, run_sizes, bidirectional, open_shapes=not static)
+        with naming_memory_errors(op):
+            dense = normalise(arrays, run_sizes, bidirectional, open_shapes=not static)
         if constant_weights and packed is None:
             packed = _core.pack_forward_weights(options, dense["recurrentWeight"],
                                                 dense["inputWeight"])
@@ -173,14 +180,15 @@ def gradient_op(graph: GraphBuilder, spec: CellSpec, arguments: Arguments,
     check_matching_forward(op, spec, descriptor, inputs["zState"])
     bidirectional = descriptor.bidirectional
     sizes = infer_sizes(op, spec, inputs, bidirectional)
-    tensors = to_tensors(graph, inputs, dtype)
+    tensors = to_tensors(graph, op, inputs, dtype)
     options = spec.core_options(descriptor)
     returned = [label for label in spec.returned if tensors.get(label) is not None]
     static = fully_known(tensors)
 
     def compute(arrays: RunArrays) -> list[NDArray[Any]]:
         run_sizes = sizes if static else infer_sizes(op, spec, arrays, bidirectional)
-        dense = normalise(arrays, run_sizes, bidirectional, open_shapes=not static)
+        with naming_memory_errors(op):
+            dense = normalise(arrays, run_sizes, bidirectional, open_shapes=not static)
         grads = _core.rnn_gradients(options, dense)
         return [grads[label].reshape(arrays[label].shape) for label in returned]
 
