@@ -22,19 +22,12 @@ import resource
 import sys
 
 import numpy as np
+from probe_process import status_bytes
 
 import rnngraph as rg
 from rnngraph import _native
 
 T, N, I, H = 32, 64, 512, 512
-
-
-def vm_size() -> int:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmSize:"):
-                return int(line.split()[1]) * 1024
-    raise RuntimeError("no VmSize")
 
 
 def main() -> None:
@@ -71,7 +64,7 @@ def main() -> None:
 
     reference = step() if warmth == "warm" else None
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    resource.setrlimit(resource.RLIMIT_AS, (vm_size() + headroom, hard))
+    resource.setrlimit(resource.RLIMIT_AS, (status_bytes("VmSize") + headroom, hard))
     report: dict[str, object] = {}
     try:
         step()

@@ -34,6 +34,7 @@ import traceback
 import warnings
 
 import numpy as np
+from probe_process import lstm_training_graph
 
 import rnngraph as rg
 
@@ -46,21 +47,7 @@ MAX_HUNG = 10
 
 def training_graph(T: int, N: int, I: int, H: int, seed: int):
     """An LSTM forward and gradient op on placeholders: (graph, feeds, targets, shapes)."""
-    g = rg.Graph()
-    rng = np.random.default_rng(seed)
-    x = g.placeholder(shape=(T, N, I), dataType=rg.float32, name="x")
-    R = g.placeholder(shape=(4 * H, H), dataType=rg.float32, name="R")
-    W = g.placeholder(shape=(4 * H, I), dataType=rg.float32, name="W")
-    dy = g.placeholder(shape=(T, N, H), dataType=rg.float32, name="dy")
-    d = rg.LSTMDescriptor(training=True)
-    h, c, z = g.LSTM(x, recurrentWeight=R, inputWeight=W, descriptor=d)
-    dx, dR, dW = g.LSTMGradients(x, recurrentWeight=R, sourceGradient=dy, zState=z,
-                                 cellOutputFwd=c, inputWeight=W, descriptor=d)
-    feeds = {x: rng.standard_normal((T, N, I), np.float32),
-             R: (rng.standard_normal((4 * H, H)) * 0.1).astype(np.float32),
-             W: (rng.standard_normal((4 * H, I)) * 0.1).astype(np.float32),
-             dy: np.ones((T, N, H), np.float32)}
-    targets = [h, dx, dR, dW]
+    g, feeds, targets = lstm_training_graph(T, N, I, H, seed)
     shapes = [(T, N, H), (T, N, I), (4 * H, H), (4 * H, I)]
     return g, feeds, targets, shapes
 

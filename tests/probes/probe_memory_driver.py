@@ -22,6 +22,7 @@ import sys
 import time
 
 import numpy as np
+from probe_process import lstm_training_graph, status_bytes
 
 import rnngraph as rg
 
@@ -31,20 +32,12 @@ SETTLE = 15.0  # seconds: a deadline for memory to come back, not a timing asser
 WARM = 3  # builds before the flatness reference point
 
 
-def rss() -> int:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise RuntimeError("no VmRSS in /proc/self/status")
-
-
 def settle(start: int) -> int:
     """RSS once it is back within TOLERANCE of ``start``, or at the deadline."""
     deadline = time.monotonic() + SETTLE
     while True:
         gc.collect()
-        now = rss()
+        now = status_bytes("VmRSS")
         if now - start <= TOLERANCE or time.monotonic() > deadline:
             return now
         time.sleep(0.1)
@@ -69,22 +62,10 @@ def lstm_inference(seed: int, T: int = 16, N: int = 32, I: int = 256, H: int = 2
 
 def lstm_training(seed: int, T: int = 16, N: int = 32, I: int = 256, H: int = 256) -> None:
     """Weights fed through placeholders (packed per call), forward and gradient ops."""
-    rng = np.random.default_rng(seed)
-    g = rg.Graph()
-    x = g.placeholder(shape=(T, N, I), dataType=rg.float32, name="x")
-    R = g.placeholder(shape=(4 * H, H), dataType=rg.float32, name="R")
-    W = g.placeholder(shape=(4 * H, I), dataType=rg.float32, name="W")
-    dy = g.placeholder(shape=(T, N, H), dataType=rg.float32, name="dy")
-    d = rg.LSTMDescriptor(training=True)
-    h, c, z = g.LSTM(x, recurrentWeight=R, inputWeight=W, descriptor=d)
-    grads = g.LSTMGradients(x, recurrentWeight=R, sourceGradient=dy, zState=z, cellOutputFwd=c,
-                            inputWeight=W, descriptor=d)
-    feeds = {x: rng.standard_normal((T, N, I)).astype(np.float32),
-             R: weights(rng, 4 * H, H), W: weights(rng, 4 * H, I),
-             dy: np.ones((T, N, H), np.float32)}
+    g, feeds, targets = lstm_training_graph(T, N, I, H, seed)
     for _ in range(3):
-        out = g.run(feeds=feeds, targetTensors=[h, *grads])
-    assert out[grads[1]].shape == (4 * H, H)
+        out = g.run(feeds=feeds, targetTensors=targets)
+    assert out[targets[2]].shape == (4 * H, H)
 
 
 def gru_autodiff(seed: int, T: int = 12, N: int = 32, I: int = 192, H: int = 256) -> None:
@@ -163,7 +144,7 @@ def main() -> None:
     tiny.run(feeds={x: np.ones((2, 2, 3), np.float32)}, targetTensors=[h])
     del tiny, x, h
     gc.collect()
-    start = rss()
+    start = status_bytes("VmRSS")
     report: dict[str, dict[str, object]] = {}
     for name in names:
         scenario, builds = SCENARIOS[name]
@@ -172,7 +153,7 @@ def main() -> None:
             scenario(build)
             if not name.endswith("_gc_off"):
                 gc.collect()
-            series.append(rss())
+            series.append(status_bytes("VmRSS"))
         final = settle(start)
         report[name] = {
             "series_mib": [round(v / MIB, 1) for v in series],

@@ -32,19 +32,12 @@ def under_asan() -> bool:
     return "libasan" in os.environ.get("LD_PRELOAD", "")
 
 
-def vm_size() -> int:
-    """This process's virtual size in bytes (/proc/self/status)."""
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmSize:"):
-                return int(line.split()[1]) * 1024
-    raise RuntimeError("no VmSize in /proc/self/status")
-
-
 def limit_memory() -> None:
     if under_asan():
         return
-    limit = vm_size() + HEADROOM
+    from probe_process import status_bytes
+
+    limit = status_bytes("VmSize") + HEADROOM
     resource.setrlimit(resource.RLIMIT_AS, (limit, resource.getrlimit(resource.RLIMIT_AS)[1]))
 
 
