@@ -25,14 +25,11 @@ CoreOptions: TypeAlias = SingleGateRNNOptions | LSTMOptions | GRUOptions
 class GraphBuilder(Protocol):
     """What the op families (rnngraph.ops, mixed into Graph) use of their Graph."""
 
-    def _as_tensor(self, value: object, where: str, dataType: DataType | None) -> Tensor | None:
-        ...
-
     def _argument(self, value: object, where: str) -> Tensor | NDArray[Any] | None:
         ...
 
-    def constant(self, value: Any, shape: Iterable[int] | None = None,
-                 dataType: Any = None, name: str | None = None) -> Tensor:
+    def _constant(self, value: Any, shape: Iterable[int] | None, dataType: Any,
+                  name: str | None, where: str) -> Tensor:
         ...
 
     def _add(self, kind: str, name: str | None, inputs: dict[str, Tensor | None],

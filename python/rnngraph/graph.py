@@ -140,13 +140,6 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps):
         raise TypeError(f"{where}: expected an rnngraph Tensor, a numpy.ndarray or None, "
                         f"got {type(value).__name__}")
 
-    def _as_tensor(self, value: object, where: str, dataType: DataType | None) -> Tensor | None:
-        """An op argument: a Tensor of this graph, None, or an array turned into a constant."""
-        checked = self._argument(value, where)
-        if checked is None or isinstance(checked, Tensor):
-            return checked
-        return self.constant(checked, dataType=dataType, name=None)
-
     def placeholder(self, shape: Iterable[int | None],
                     dataType: DataType | DTypeLike = DataType.float32,
                     name: str | None = None) -> Tensor:
@@ -171,30 +164,37 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps):
 
         Everything is checked before the data is converted; the constant holds one dense,
         read-only copy."""
+        return self._constant(value, shape, dataType, name, "constant")
+
+    def _constant(self, value: ArrayLike, shape: Iterable[int] | None,
+                  dataType: DataType | DTypeLike | None, name: str | None,
+                  where: str) -> Tensor:
+        """``constant``, its errors naming ``where`` (``constant``, or the op and label of
+        an array given as an op's input)."""
         if isinstance(value, Tensor):
-            raise TypeError("constant: value: expected array data, got a symbolic Tensor")
+            raise TypeError(f"{where}: value: expected array data, got a symbolic Tensor")
         try:
             array = np.asarray(value)
         except ValueError as error:  # ragged nested lists
-            raise ValueError(f"constant: value: not a rectangular array ({error})") from None
+            raise ValueError(f"{where}: value: not a rectangular array ({error})") from None
         if array.dtype.kind not in "fiu":
-            raise TypeError(f"constant: value: expected real numbers, got dtype {array.dtype}")
+            raise TypeError(f"{where}: value: expected real numbers, got dtype {array.dtype}")
         if dataType is None:
             dataType = DataType.float64 if array.dtype == np.float64 else DataType.float32
-        dtype = as_data_type(dataType, "constant: dataType")
+        dtype = as_data_type(dataType, f"{where}: dataType")
         if shape is not None:
             dims = _constant_shape(shape)
             if math.prod(dims) * dtype.numpy.itemsize > sys.maxsize:
-                raise MemoryError(f"constant: shape: {list(dims)} holds {math.prod(dims)} "
+                raise MemoryError(f"{where}: shape: {list(dims)} holds {math.prod(dims)} "
                                   "elements, more than an array can address")
             if array.ndim == 0:
                 array = np.broadcast_to(array, dims)  # a view: filled by the copy below
             elif array.size != math.prod(dims):
-                raise ValueError(f"constant: shape: {list(dims)} holds {math.prod(dims)} "
+                raise ValueError(f"{where}: shape: {list(dims)} holds {math.prod(dims)} "
                                  f"elements, the value {list(array.shape)} has {array.size}")
             else:
                 array = array.reshape(dims)
-        with naming_memory_errors("constant: value"):
+        with naming_memory_errors(where):
             array = np.array(array, dtype=dtype.numpy, order="C")  # one dense copy
         array.setflags(write=False)
         return self._add("constant", name, {}, None, [("", array.shape, dtype)], {"value": array})[0]

@@ -15,13 +15,18 @@ if TYPE_CHECKING:
     from rnngraph.graph import Operation
     from rnngraph.ops.recurrent import CellSpec
 
+def forward_of(spec: CellSpec, zState: object) -> Operation | None:
+    """The forward op of this graph that produced zState, or None (zState fed or computed)."""
+    if not isinstance(zState, Tensor) or zState.op.kind != spec.name:
+        return None
+    return zState.op
+
+
 def check_matching_forward(op: str, spec: CellSpec, descriptor: _Descriptor,
                            zState: object) -> None:
     """When zState comes from a forward op of this graph, the descriptors must agree."""
-    if not isinstance(zState, Tensor):
-        return
-    producer = zState.op
-    if producer.kind != spec.name:
+    producer = forward_of(spec, zState)
+    if producer is None:
         return
     theirs = producer.attrs["descriptor"].as_dict()
     ours = descriptor.as_dict()
@@ -47,9 +52,8 @@ def warn_unmatched_inputs(op: str, spec: CellSpec, gradient: Operation) -> None:
     """When zState comes from a forward op of this graph, warn (MPSGraph allows it) about
     each of that op's inputs the gradient op was given differently: its gradients are then
     those of another computation."""
-    zState = gradient.inputs["zState"]
-    producer = None if zState is None else zState.op
-    if producer is None or producer.kind != spec.name:
+    producer = forward_of(spec, gradient.inputs["zState"])
+    if producer is None:
         return
     differ = []
     for label, theirs in producer.inputs.items():

@@ -112,14 +112,9 @@ def collect_inputs(graph: GraphBuilder, op: str, arguments: Arguments,
 def to_tensors(graph: GraphBuilder, op: str, inputs: Checked,
                dtype: DataType) -> dict[str, Tensor | None]:
     """The checked inputs as Tensors: arrays become constants of the op's dataType."""
-    tensors: dict[str, Tensor | None] = {}
-    for label, value in inputs.items():
-        if value is None or isinstance(value, Tensor):
-            tensors[label] = value
-        else:
-            with naming_memory_errors(f"{op}: {label}"):
-                tensors[label] = graph.constant(value, dataType=dtype)
-    return tensors
+    return {label: value if value is None or isinstance(value, Tensor)
+            else graph._constant(value, None, dtype, None, f"{op}: {label}")
+            for label, value in inputs.items()}
 
 
 def forward_op(graph: GraphBuilder, spec: CellSpec, arguments: Arguments,
