@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #if defined(__linux__)
@@ -37,7 +38,15 @@ Pool& pool() {
   return *instance;
 }
 
-void free_all(std::vector<KeptBlock>& blocks) {
+// Called with the pool locked: every kept block, taken out of the pool.
+std::vector<KeptBlock> take_all(Pool& p) {
+  std::vector<KeptBlock> taken;
+  taken.swap(p.kept);
+  p.bytes = 0;
+  return taken;
+}
+
+void free_all(std::vector<KeptBlock>&& blocks) {
   for (const KeptBlock& b : blocks) free_block(b.data, b.capacity);
   blocks.clear();
 #if defined(__linux__)
@@ -55,11 +64,9 @@ void release_when_idle() {
       p.wake.wait_until(lock, due);
       continue;
     }
-    std::vector<KeptBlock> dropped;
-    dropped.swap(p.kept);
-    p.bytes = 0;
+    std::vector<KeptBlock> dropped = take_all(p);
     lock.unlock();
-    free_all(dropped);
+    free_all(std::move(dropped));
     lock.lock();
   }
   p.releaser_running = false;
@@ -73,10 +80,7 @@ void start_releaser(Pool& p) {
     p.releaser_running = true;
   } catch (const std::system_error&) {
     // No thread to be had (a resource limit): keep nothing rather than keep it forever.
-    std::vector<KeptBlock> dropped;
-    dropped.swap(p.kept);
-    p.bytes = 0;
-    for (const KeptBlock& b : dropped) free_block(b.data, b.capacity);
+    free_all(take_all(p));
   }
 }
 
@@ -149,7 +153,7 @@ void give_back_block(KeptBlock block) {
     }
     start_releaser(p);
   }
-  for (const KeptBlock& b : dropped) free_block(b.data, b.capacity);
+  if (!dropped.empty()) free_all(std::move(dropped));
 }
 
 void release_kept_memory() {
@@ -157,10 +161,9 @@ void release_kept_memory() {
   {
     Pool& p = pool();
     std::lock_guard<std::mutex> lock(p.mutex);
-    dropped.swap(p.kept);
-    p.bytes = 0;
+    dropped = take_all(p);
   }
-  free_all(dropped);
+  free_all(std::move(dropped));
 }
 
 std::size_t kept_bytes() {

@@ -31,25 +31,29 @@ struct Direction {
   Index GH() const { return G * H; }
   const S* mask_at(Index t) const { return mask + t * batch_stride * state_ld; }
 
-  // C = A·Rᵀ for the columns [col0, col1) of Rᵀ (rows of R), A [rows, H] (lda), C [rows,
-  // col1 - col0] (ldc), without the packed panels: dot products along R's rows, the BLAS or
-  // the small kernel (gemm.cpp picks, unless a product path is forced).
-  void times_rows_t(Index rows, Index col0, Index col1, const S* A, Index lda, S* C,
-                    Index ldc) const {
-    gemm_with(product, Trans::no, Trans::yes, rows, col1 - col0, H, S(1), A, lda,
-              recurrentWeight + col0 * H, H, S(0), C, ldc);
+  // The forward product hm·Rᵀ is cut into units: whole panels of the packed Rᵀ when there
+  // is one, else single columns (rows of R). A gate holds units_per_gate() of them.
+  Index units_per_gate() const { return weight_t_panels ? weight_t_panels->per_group : H; }
+  // The first column of Rᵀ that unit u holds.
+  Index unit_column(Index u) const {
+    return weight_t_panels ? weight_t_panels->first_column(u) : u;
   }
-  // C = A·R_gᵀ for the gate rows [g0, g0 + gates) of R, A [rows, H] (lda), C [rows, gates·H]:
-  // through the packed Rᵀ when there is one.
+  // C = A·Rᵀ for the units [u0, u1), A [rows, H] (lda), C at unit u0's first column (ldc):
+  // the panel kernel, or (unpacked) dot products along R's rows, the BLAS or the small kernel
+  // (gemm.cpp picks, unless a product path is forced).
+  void times_units_t(Index rows, Index u0, Index u1, const S* A, Index lda, S* C, Index ldc) const {
+    if (weight_t_panels) {
+      packed_gemm(rows, 0, H, A, lda, *weight_t_panels, u0, u1, S(0), C, ldc);
+    } else {
+      gemm_with(product, Trans::no, Trans::yes, rows, u1 - u0, H, S(1), A, lda,
+                recurrentWeight + u0 * H, H, S(0), C, ldc);
+    }
+  }
+  // C = A·R_gᵀ for the gate rows [g0, g0 + gates) of R, A [rows, H] (lda), C [rows, gates·H].
   void times_weight_t(Index rows, Index g0, Index gates, const S* A, Index lda, S* C,
                       Index ldc) const {
-    if (weight_t_panels) {
-      const Index per_gate = weight_t_panels->per_group;
-      packed_gemm(rows, 0, H, A, lda, *weight_t_panels, g0 * per_gate, (g0 + gates) * per_gate,
-                  S(0), C, ldc);
-    } else {
-      times_rows_t(rows, g0 * H, (g0 + gates) * H, A, lda, C, ldc);
-    }
+    const Index per_gate = units_per_gate();
+    times_units_t(rows, g0 * per_gate, (g0 + gates) * per_gate, A, lda, C, ldc);
   }
   // C = beta·C + A·R_g for the gate rows [g0, g0 + gates) of R, A [rows, gates·H] (lda),
   // C [rows, H]; only the output columns [col0, col1), whole panels of the packed R (the

@@ -25,15 +25,14 @@ template <class Cell, class S>
 void forward_team(const Cell& cell, const RNNShape& s, const ForwardArgs<S>& a,
                   const Direction<S>& dir, const ForwardSequences<S>& seqs, int team) {
   const Index T = s.T, N = s.N, H = s.H, GH = s.GH(), DH = s.DH();
-  const Index RGH = cell.recurrent_gates() * H;
   std::vector<S> recurrent(static_cast<size_t>(N * GH));
   std::vector<S> masked(static_cast<size_t>(a.mask ? N * H : 0));
   SpinBarrier barrier(team);
 
-  // Each thread's gate columns: whole panels of the packed Rᵀ, or runs of 16 columns of R.
-  const PackedPanels<S>* panels = dir.weight_t_panels;
-  const Index units = panels ? cell.recurrent_gates() * panels->per_group : RGH;
-  const Index unit_step = panels ? 1 : 16;
+  // Each thread's units of the product (Direction::times_units_t): whole panels of the
+  // packed Rᵀ, or runs of 16 columns of R.
+  const Index units = cell.recurrent_gates() * dir.units_per_gate();
+  const Index unit_step = dir.weight_t_panels ? 1 : 16;
 
   run_parts(team, true, [&](int p) {
     const auto [u0, u1] = team_share(p, team, units, unit_step);
@@ -55,12 +54,7 @@ void forward_team(const Cell& cell, const RNNShape& s, const ForwardArgs<S>& a,
       const Index ld_hm = a.mask ? H : all.ld_hp;
       // Phase 1: this thread's gate columns of Q = hm·Rᵀ.
       if (u1 > u0) {
-        if (panels) {
-          const Index col0 = panels->first_column(u0);
-          packed_gemm(N, 0, H, hm, ld_hm, *panels, u0, u1, S(0), recurrent.data() + col0, GH);
-        } else {
-          dir.times_rows_t(N, u0, u1, hm, ld_hm, recurrent.data() + u0, GH);
-        }
+        dir.times_units_t(N, u0, u1, hm, ld_hm, recurrent.data() + dir.unit_column(u0), GH);
       }
       barrier.wait();
       // Phase 2: this thread's rows of the element-wise step (and of the next masked state).
