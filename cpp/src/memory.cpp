@@ -29,7 +29,8 @@ struct Pool {
   std::vector<KeptBlock> kept;  // most recently given back last
   std::size_t bytes = 0;
   std::chrono::steady_clock::time_point last_use;
-  bool releaser_running = false;
+  bool releaser_running = false;  // the releaser thread exists (one per process)
+  bool releaser_asleep = false;   // it waits, with no deadline, for a block to be kept
 };
 
 // Never destroyed: blocks may be given back during interpreter shutdown.
@@ -54,11 +55,22 @@ void free_all(std::vector<KeptBlock>&& blocks) {
 #endif
 }
 
-// Waits (asleep) until the pool has been unused for kIdleRelease, then empties it.
+// The releaser: one thread per process, for the process's life, asleep but for a wake-up
+// when a block is kept after the pool was found empty, and one when the pool has been
+// unused for kIdleRelease, when it empties it. (It never exits: a thread started and ended
+// at every call cost a thread creation per call, and a thread ending while another thread
+// forks leaves glibc's stack cache inconsistent in the child, whose next thread creation
+// then aborts with "double free or corruption".)
 void release_when_idle() {
   Pool& p = pool();
   std::unique_lock<std::mutex> lock(p.mutex);
-  while (!p.kept.empty()) {
+  for (;;) {
+    if (p.kept.empty()) {
+      p.releaser_asleep = true;
+      p.wake.wait(lock, [&] { return !p.kept.empty(); });
+      p.releaser_asleep = false;
+      continue;
+    }
     const auto due = p.last_use + kIdleRelease;
     if (std::chrono::steady_clock::now() < due) {
       p.wake.wait_until(lock, due);
@@ -69,12 +81,14 @@ void release_when_idle() {
     free_all(std::move(dropped));
     lock.lock();
   }
-  p.releaser_running = false;
 }
 
-// Called with the pool locked: make sure a releaser waits for the kept blocks.
+// Called with the pool locked, a block just kept: make sure the releaser counts down.
 void start_releaser(Pool& p) {
-  if (p.releaser_running) return;
+  if (p.releaser_running) {
+    if (p.releaser_asleep) p.wake.notify_one();
+    return;
+  }
   try {
     std::thread(release_when_idle).detach();
     p.releaser_running = true;
@@ -85,11 +99,15 @@ void start_releaser(Pool& p) {
 }
 
 // fork: the pool's mutex is held across it, so the child's copy is consistent and
-// unlocked; the child has no releaser thread.
+// unlocked; the child has no releaser thread until it keeps a block.
 void lock_before_fork() { pool().mutex.lock(); }
 void unlock_after_fork() { pool().mutex.unlock(); }
 void unlock_in_child() {
+  // The parent's releaser may wait on the condition variable: the child's copy would count
+  // a waiter that does not exist here, so the child starts from a fresh one.
+  new (&pool().wake) std::condition_variable;
   pool().releaser_running = false;
+  pool().releaser_asleep = false;
   pool().mutex.unlock();
 }
 [[maybe_unused]] const int fork_handlers =
