@@ -137,14 +137,6 @@ bool recurrent_shape(Trans ta, Trans tb, Index m, Index n, Index k) {
          n * k >= tuning::kDotMinSize;
 }
 
-template <class S>
-bool try_recurrent(Trans ta, Trans tb, Index m, Index n, Index k, S alpha, const S* a, Index lda,
-                   const S* b, Index ldb, S beta, S* c, Index ldc) {
-  if (alpha != S(1) || !recurrent_shape(ta, tb, m, n, k)) return false;
-  recurrent_nt(m, n, k, a, lda, b, ldb, beta, c, ldc);
-  return true;
-}
-
 // OpenBLAS takes a buffer (32 MiB on x86-64) from a pool of its own for each call. A call
 // made while more threads are inside the BLAS than ever before makes it map another, and if
 // that fails it prints "Memory allocation still failed after 10 retries" and ends the
@@ -215,36 +207,36 @@ void blas_gemm<double>(Trans ta, Trans tb, Index m, Index n, Index k, double alp
                         ld(ldb), beta, c, ld(ldc));
 }
 
-// One thread's product: the recurrent kernels, the small kernel or the (single-threaded) BLAS.
-template <class S>
-void serial_gemm(Trans ta, Trans tb, Index m, Index n, Index k, S alpha, const S* a, Index lda,
-                 const S* b, Index ldb, S beta, S* c, Index ldc) {
-  if (try_recurrent(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)) return;
-  if (m * n * k <= tuning::kSmallGemm)
-    return small_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-  blas_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}  // namespace
+
+ProductPath gemm_kernel(Trans ta, Trans tb, Index m, Index n, Index k, bool unit_alpha) {
+  if (unit_alpha && recurrent_shape(ta, tb, m, n, k)) return ProductPath::dot;
+  return m * n * k <= tuning::kSmallGemm ? ProductPath::small : ProductPath::blas;
 }
 
-}  // namespace
+namespace {}  // namespace
 
 template <class S>
 void gemm(Trans ta, Trans tb, Index m, Index n, Index k, S alpha, const S* a, Index lda, const S* b,
           Index ldb, S beta, S* c, Index ldc) {
   if (degenerate(m, n, k, beta, c, ldc)) return;
+  // The kernel is chosen for the whole product, and every block runs it: each element of C is
+  // then summed the same way however many threads share the product.
+  const ProductPath kernel = gemm_kernel(ta, tb, m, n, k, alpha == S(1));
   // Few rows (a forward step) or more columns than rows: cut the columns; else the rows.
   const bool by_columns = recurrent_shape(ta, tb, m, n, k) || n > m;
   const Index extent = by_columns ? n : m;
-  const int parts =
-      threads_for(m * n * k, tuning::ParallelSite::gemm, extent / tuning::kMinGemmBlock);
-  if (parts <= 1) return serial_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-  run_parts(parts, true, [&](int i) {
-    const Index lo = extent * i / parts, hi = extent * (i + 1) / parts;
+  const Index blocks = m * n * k < tuning::parallel_threshold(tuning::ParallelSite::gemm)
+                           ? 1
+                           : std::clamp<Index>(extent / tuning::kGemmBlock, 1, tuning::kGemmBlocks);
+  parallel_for(blocks, [&](Index i) {
+    const Index lo = extent * i / blocks, hi = extent * (i + 1) / blocks;
     if (by_columns) {
       const S* bj = tb == Trans::no ? b + lo : b + lo * ldb;
-      serial_gemm(ta, tb, m, hi - lo, k, alpha, a, lda, bj, ldb, beta, c + lo, ldc);
+      gemm_with(kernel, ta, tb, m, hi - lo, k, alpha, a, lda, bj, ldb, beta, c + lo, ldc);
     } else {
       const S* ai = ta == Trans::no ? a + lo * lda : a + lo;
-      serial_gemm(ta, tb, hi - lo, n, k, alpha, ai, lda, b, ldb, beta, c + lo * ldc, ldc);
+      gemm_with(kernel, ta, tb, hi - lo, n, k, alpha, ai, lda, b, ldb, beta, c + lo * ldc, ldc);
     }
   });
 }

@@ -14,6 +14,11 @@ template <class S>
 void gemm(Trans ta, Trans tb, Index m, Index n, Index k, S alpha, const S* a, Index lda, const S* b,
           Index ldb, S beta, S* c, Index ldc);
 
+// The kernel gemm runs a product of this shape with (alpha == 1 or not): ProductPath::dot,
+// small or blas. gemm runs every block of a product it cuts among threads with the kernel
+// chosen for the whole product, so results do not depend on the thread count.
+ProductPath gemm_kernel(Trans ta, Trans tb, Index m, Index n, Index k, bool unit_alpha);
+
 // The same product on this thread through one named kernel: ProductPath::dot (A·Bᵀ only, with
 // alpha = 1), blas or small; automatic lets gemm's thresholds choose (tuning.hpp).
 template <class S>

@@ -187,9 +187,9 @@ void pack_panels(const S* src, Index p_stride, Index j_stride, Index k, Index gr
                base + i * k * W);
   };
   const Index panels = out.panels();
-  const int threads = threads_for(panels * k * W, tuning::ParallelSite::pack, panels);
-  run_parts(threads, threads > 1, [&](int t) {
-    for (Index i = panels * t / threads; i < panels * (t + 1) / threads; ++i) pack(i);
+  const Index blocks = parallel_blocks(panels * k * W, tuning::ParallelSite::pack, panels);
+  parallel_for(blocks, [&](Index b) {
+    for (Index i = panels * b / blocks; i < panels * (b + 1) / blocks; ++i) pack(i);
   });
 }
 

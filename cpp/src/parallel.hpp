@@ -1,92 +1,67 @@
-// How rnngraph's kernels run work on its threads: run_parts, the rule for how many threads a
-// piece of work gets, the per-step barrier, and the denormal flush every part runs under.
+// How rnngraph's kernels spread work over its threads (runtime/job.hpp underneath): how many
+// blocks a piece of work is cut into, parallel_for over independent blocks, and
+// parallel_phases for work done in steps that each need the previous one finished. Blocks
+// are claimed dynamically by the calling thread and whichever workers are free, so a thread
+// that the OS deschedules delays nobody, and results never depend on which thread ran what.
 #pragma once
 
-#include <atomic>
+#include <algorithm>
 #include <cstdint>
-#include <exception>
-#include <functional>
-#include <vector>
+#include <utility>
 
 #include "rnngraph/threads.hpp"
+#include "runtime/job.hpp"
+#include "runtime/thread_state.hpp"
 #include "tuning.hpp"
 
 namespace rnngraph {
 
-// Whether the calling thread is one of the threads of a run_parts call (its work must not
-// start more threads).
-bool in_parallel_part();
+// How many blocks of at least `min_block` a parallel site cuts `extent` into: 1 when the
+// work is below the site's threshold (tuning.hpp), with one thread, or inside a block of
+// another parallel section; else up to tuning::kBlocksPerThread blocks per thread, so that
+// a thread that falls behind leaves blocks for the others.
+inline Index parallel_blocks(Index work, tuning::ParallelSite site, Index extent,
+                             Index min_block = 1) {
+  if (work < tuning::parallel_threshold(site) || in_parallel_part()) return 1;
+  const Index threads = get_num_threads();
+  if (threads < 2) return 1;
+  return std::max<Index>(1, std::min(threads * tuning::kBlocksPerThread, extent / min_block));
+}
 
-// How many threads a piece of `work` gets when it can be cut into `parts`: rnngraph's
-// threads (at most `parts`) if the work reaches the site's threshold (tuning.hpp) and the
-// caller is not already a thread of a run_parts call, else 1.
-int threads_for(std::int64_t work, tuning::ParallelSite site, std::int64_t parts);
-
-// While alive, denormal floats are flushed to zero in this thread (FTZ/DAZ): sigmoid gates
-// produce denormals that slow a CPU down many times over. NaN and Inf are unaffected.
-class FlushDenormals {
- public:
-  FlushDenormals();
-  ~FlushDenormals();
-  FlushDenormals(const FlushDenormals&) = delete;
-  FlushDenormals& operator=(const FlushDenormals&) = delete;
-
- private:
-  unsigned int saved_ = 0;
-};
-
-// A barrier for the `count` threads of one run_parts call that meet once per time step:
-// they spin (the wait is a few hundred nanoseconds), then yield if it drags on.
-class SpinBarrier {
- public:
-  explicit SpinBarrier(int count) : count_(count) {}
-  void wait();
-
- private:
-  const int count_;
-  std::atomic<int> arrived_{0};
-  std::atomic<unsigned> generation_{0};
-};
-
-// Marks the calling thread as a part of a run_parts call while alive.
-class ParallelPartScope {
- public:
-  ParallelPartScope();
-  ~ParallelPartScope();
-  ParallelPartScope(const ParallelPartScope&) = delete;
-  ParallelPartScope& operator=(const ParallelPartScope&) = delete;
-
- private:
-  bool saved_;
-};
-
-// Run job(0) here and job(1) .. job(count - 1) at the same time on other threads: rnngraph's
-// resident workers (started once, asleep between calls), or fresh threads if another call
-// holds them. Returns when every job has returned.
-void run_concurrently(int count, const std::function<void(int)>& job);
-
-// Run body(0) .. body(count - 1): concurrently on `count` threads when `concurrent`, else in
-// order here. An exception thrown by any body is rethrown in the caller.
+// body(i) for every i in [0, count), each exactly once: on this thread and up to
+// get_num_threads() - 1 workers when `parallel`, else in order here. An exception thrown by
+// a body is rethrown here (the remaining bodies are skipped).
 template <class Body>
-void run_parts(int count, bool concurrent, Body&& body) {
-  if (!concurrent || count < 2) {
-    for (int i = 0; i < count; ++i) body(i);
+void parallel_for(Index count, Body&& body, bool parallel = true) {
+  const Index threads = parallel && !in_parallel_part() ? get_num_threads() : 1;
+  if (threads < 2 || count < 2) {
+    for (Index i = 0; i < count; ++i) body(i);
     return;
   }
-  std::vector<std::exception_ptr> errors(static_cast<size_t>(count));
-  auto guarded = [&](int i) {
-    try {
-      FlushDenormals flush;
-      ParallelPartScope scope;
-      body(i);
-    } catch (...) {
-      errors[static_cast<size_t>(i)] = std::current_exception();
-    }
+  // A phase holds at most runtime::Job's item limit: beyond it an item is a run of indices.
+  const Index items = std::min<Index>(count, 4096);
+  runtime::JobWork work;
+  work.team = static_cast<int>(std::min(threads, items));
+  work.phases = 1;
+  work.items = [items](Index) { return items; };
+  work.run = [&](Index, Index first, Index last, int) {
+    for (Index i = count * first / items; i < count * last / items; ++i) body(i);
   };
-  run_concurrently(count, guarded);
-  for (auto& e : errors) {
-    if (e) std::rethrow_exception(e);
-  }
+  runtime::run_job(std::move(work));
+}
+
+// A team of up to `team` threads runs `phases` phases in order: phase p has items(p) items
+// (at most 65535), and run(p, first, last, slot) runs the items [first, last) of phase p
+// on the thread holding `slot` (0 .. team - 1, for per-thread scratch). Phase p + 1 starts
+// once every item of phase p is done. Exceptions as in parallel_for.
+template <class Items, class Run>
+void parallel_phases(int team, Index phases, Items&& items, Run&& run) {
+  runtime::JobWork work;
+  work.team = in_parallel_part() ? 1 : team;
+  work.phases = phases;
+  work.items = [&](Index p) { return static_cast<Index>(items(p)); };
+  work.run = [&](Index p, Index first, Index last, int slot) { run(p, first, last, slot); };
+  runtime::run_job(std::move(work));
 }
 
 }  // namespace rnngraph

@@ -107,10 +107,14 @@ constexpr Index kSmallGemm = 32 * 1024;
 // BLAS is 0-27 % faster, 11 µs or less a call.)
 constexpr Index kDotRows = 16;
 constexpr Index kDotMinSize = 1024;
-// A product cut among threads gives each at least this many rows (or columns) of C: the
-// width of the BLAS's register blocks (16 floats), so no thread gets a part of one. Not
-// measured on its own: products that small stay below the gemm site's threshold anyway.
-constexpr Index kMinGemmBlock = 16;
+// A product above the gemm site's threshold is cut into blocks of at least kGemmBlock rows
+// (or columns) of C, at most kGemmBlocks of them: a partition that depends on the product's
+// shape alone, never on the thread count, because the BLAS picks its kernels by size (a
+// product cut differently would be summed differently). Each block repacks the other
+// operand, about 1/(2·kGemmBlock) of a copy per flop: a few per cent at 128. 32 blocks give
+// 16 threads two each.
+constexpr Index kGemmBlock = 256;
+constexpr Index kGemmBlocks = 32;
 
 // ---- Packed-panel tiles (packed_gemm.cpp) ---------------------------------------------
 // Up to this many rows, tiles of three panels (the "few rows" regime): enough independent
@@ -126,15 +130,21 @@ constexpr int kFewRows = 2;
 // on the many-row tile is as fast or faster (8 rows: 1.04x; 12 and 16: within 1 %).
 constexpr int kSomeRowsWide = 6;
 
-// ---- Waiting (threads.cpp) -------------------------------------------------------------
-// A thread at a time-step barrier spins this many pauses before it yields: the wait is a
-// few hundred nanoseconds when every thread runs.
-constexpr long kBarrierSpins = 1L << 16;
-// About 100 µs of spinning: a worker that finished a job looks for the next one this long
-// before it sleeps, so the parallel sections of one call, and of calls made back to back,
-// start at once. A wake-up from sleep is what a parallel call loses below the thresholds
-// above (medians 0.1-0.2 ms slower than their mins in thresholds-2026-11-22T200141).
-constexpr long kWorkerSpins = 4000;
+// ---- Parallel sections and waiting (parallel.hpp, runtime/) ---------------------------
+// A parallel site cuts its work into up to this many blocks per thread: a thread that the OS
+// deschedules then holds back at most one block while the others claim the rest.
+constexpr Index kBlocksPerThread = 2;
+// A thread that has no item left in a phase spins this long for the phase to end (the other
+// threads' items of one step take a few to a few tens of microseconds), then yields its core
+// for kPhaseYieldUs (a descheduled thread holding the last item then gets a core sooner),
+// then sleeps until the phase ends.
+constexpr long kPhaseSpinUs = 50;
+constexpr long kPhaseYieldUs = 200;
+// A worker with no job watches for the next one this long before it sleeps, so the parallel
+// sections of one call, and of calls made back to back, start at once. A wake-up from sleep
+// is what a parallel call loses below the thresholds above (medians 0.1-0.2 ms slower than
+// their mins in thresholds-2026-11-22T200141).
+constexpr long kWorkerSpinUs = 100;
 
 // ---- Memory kept between calls: rnngraph/memory.hpp (kIdleRelease, kKeptBytes) --------
 

@@ -18,5 +18,8 @@ struct BlasInfo {
 BlasInfo blas_info();
 void set_num_threads(int n);
 int get_num_threads();
+// The count get_num_threads starts from: RNNGRAPH_NUM_THREADS if set, else the CPUs this
+// process may use (its affinity mask, lowered to its cgroup's CPU quota).
+int default_num_threads();
 
 }  // namespace rnngraph

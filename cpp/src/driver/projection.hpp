@@ -20,9 +20,9 @@ void project_inputs(const RNNShape& s, const ForwardArgs<S>& a, S* projected) {
   }
   const PackedPanels<S>& w = a.packed->input_t;
   const Index panels = w.panels();
-  const int threads = threads_for(TN * DGH * s.I, tuning::ParallelSite::projection, panels);
-  run_parts(threads, threads > 1, [&](int p) {
-    const Index first = panels * p / threads, last = panels * (p + 1) / threads;
+  const Index blocks = parallel_blocks(TN * DGH * s.I, tuning::ParallelSite::projection, panels);
+  parallel_for(blocks, [&](Index b) {
+    const Index first = panels * b / blocks, last = panels * (b + 1) / blocks;
     if (last > first) {
       packed_gemm(TN, 0, s.I, a.source, s.I, w, first, last, S(0),
                   projected + w.first_column(first), DGH);

@@ -17,11 +17,15 @@ namespace detail {
 
 // The forward step's product kernel: forced, or packed panels when the weights were packed
 // earlier or a copy pays off (tuning::kPackWeights*), else gemm's choice on the arrays.
+// Packed too when gemm would give the step's product to the BLAS (more than kDotRows rows):
+// the copy costs under 1/32 of the product's flops, and the panel kernel sums each element
+// the same way whatever rows a thread has, where the BLAS picks kernels by size.
 inline ProductPath forward_product(const RNNShape& s, bool packed_earlier) {
   const ProductPath forced = forced_paths().product;
   if (forced != ProductPath::automatic) return forced;
-  const bool pack = s.T * s.N >= tuning::kPackWeightsRows &&
-                    (s.N >= tuning::kPackWeightsBatch || s.H <= tuning::kPackWeightsHidden);
+  const bool pack = (s.T * s.N >= tuning::kPackWeightsRows &&
+                     (s.N >= tuning::kPackWeightsBatch || s.H <= tuning::kPackWeightsHidden)) ||
+                    s.N > tuning::kDotRows;
   return packed_earlier || pack ? ProductPath::packed : ProductPath::automatic;
 }
 
@@ -71,7 +75,10 @@ void recurrent_forward(const Cell& cell, const RNNShape& s, bool reverse, const 
   for (int d = 0; d < s.D(); ++d) {
     dirs.push_back(
         make_direction(s, reverse, d, a.recurrentWeight, a.peephole, a.secondaryBias, a.mask));
-    dirs.back().product = product;  // used where there are no panels
+    // Without panels, the kernel of the whole step's product, for every share of it.
+    dirs.back().product = product != ProductPath::automatic
+                              ? product
+                              : gemm_kernel(Trans::no, Trans::yes, s.N, s.GH(), s.H, true);
     if (product == ProductPath::packed && a.packed) {
       dirs.back().weight_t_panels = &a.packed->recurrent_t[static_cast<size_t>(d)];
     } else if (pack) {
@@ -91,11 +98,15 @@ void recurrent_forward(const Cell& cell, const RNNShape& s, bool reverse, const 
     }
     return;
   }
-  run_parts(static_cast<int>(split.parts.size()), split.parallel, [&](int i) {
-    const auto& part = split.parts[static_cast<size_t>(i)];
-    const auto d = static_cast<size_t>(part.d);
-    detail::forward_rows(cell, s, a, dirs[d], part, seqs[d]);
-  });
+  const auto parts = static_cast<Index>(split.parts.size());
+  parallel_for(
+      parts,
+      [&](Index i) {
+        const auto& part = split.parts[static_cast<size_t>(i)];
+        const auto d = static_cast<size_t>(part.d);
+        detail::forward_rows(cell, s, a, dirs[d], part, seqs[d]);
+      },
+      split.parallel);
 }
 
 template <class Cell, class S>
@@ -143,11 +154,15 @@ void recurrent_gradients(const Cell& cell, const RNNShape& s, bool reverse,
     for (size_t d = 0; d < D; ++d)
       detail::backward_team(cell, s, a, dirs[d], states[d], split.team);
   } else {
-    run_parts(static_cast<int>(split.parts.size()), split.parallel, [&](int i) {
-      const auto& part = split.parts[static_cast<size_t>(i)];
-      detail::backward_rows(cell, s, a, dirs[static_cast<size_t>(part.d)], part,
-                            states[static_cast<size_t>(part.d)]);
-    });
+    const auto parts = static_cast<Index>(split.parts.size());
+    parallel_for(
+        parts,
+        [&](Index i) {
+          const auto& part = split.parts[static_cast<size_t>(i)];
+          detail::backward_rows(cell, s, a, dirs[static_cast<size_t>(part.d)], part,
+                                states[static_cast<size_t>(part.d)]);
+        },
+        split.parallel);
   }
 
   // Weight gradients after the loops, one GEMM each over all T·N rows.

@@ -12,9 +12,9 @@ namespace rnngraph::detail {
 // per step, and a single thread would leave the others idle.
 template <class F>
 void for_each_step(Index T, Index elements_per_step, F&& f) {
-  const int threads = threads_for(T * elements_per_step, tuning::ParallelSite::pass, T);
-  run_parts(threads, threads > 1, [&](int p) {
-    for (Index t = T * p / threads; t < T * (p + 1) / threads; ++t) f(t);
+  const Index blocks = parallel_blocks(T * elements_per_step, tuning::ParallelSite::pass, T);
+  parallel_for(blocks, [&](Index b) {
+    for (Index t = T * b / blocks; t < T * (b + 1) / blocks; ++t) f(t);
   });
 }
 

@@ -1,0 +1,144 @@
+#include "runtime/job.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <utility>
+
+#include "runtime/thread_state.hpp"
+#include "runtime/worker_pool.hpp"
+#include "tuning.hpp"
+
+namespace rnngraph::runtime {
+
+namespace {
+constexpr std::uint64_t pack(std::uint32_t phase, Index front, Index back) {
+  return std::uint64_t(phase) << 32 | std::uint64_t(front) << 16 | std::uint64_t(back);
+}
+constexpr std::uint32_t tag_of(std::uint64_t v) { return static_cast<std::uint32_t>(v >> 32); }
+constexpr Index front_of(std::uint64_t v) { return static_cast<Index>((v >> 16) & 0xFFFF); }
+constexpr Index back_of(std::uint64_t v) { return static_cast<Index>(v & 0xFFFF); }
+}  // namespace
+
+Job::Job(JobWork work)
+    : work_(std::move(work)), shares_(static_cast<size_t>(std::max(1, work_.team))) {
+  if (work_.phases < 0 || work_.phases >= Index(UINT32_MAX))
+    throw std::length_error("parallel job: too many phases");
+  open_phase(0);
+}
+
+int Job::join() {
+  if (finished()) return -1;
+  const int slot = joined_.fetch_add(1, std::memory_order_acq_rel);
+  return slot < work_.team ? slot : -1;
+}
+
+bool Job::wants_helpers() const {
+  return !finished() && joined_.load(std::memory_order_acquire) < work_.team;
+}
+
+// Makes `phase` (or the first later phase with items) the current one: its items are dealt
+// into the slots' shares, slot o getting [⌈n·o/team⌉, ⌈n·(o+1)/team⌉) so the caller (slot 0)
+// has items even when there are fewer than threads. Called by the constructor, then only by
+// the thread that finished the previous phase's last item.
+void Job::open_phase(Index phase) {
+  Index n = 0;
+  while (phase < work_.phases && (n = work_.items(phase)) == 0) ++phase;
+  if (phase >= work_.phases) {
+    phase_.store_and_wake(static_cast<std::uint32_t>(work_.phases));
+    return;
+  }
+  if (n > kMaxItems) throw std::length_error("parallel job: too many items in a phase");
+  const auto tag = static_cast<std::uint32_t>(phase);
+  const Index team = static_cast<Index>(shares_.size());
+  for (Index o = 0; o < team; ++o) {
+    const Index front = (n * o + team - 1) / team, back = (n * (o + 1) + team - 1) / team;
+    shares_[static_cast<size_t>(o)].range.store(pack(tag, front, back), std::memory_order_relaxed);
+  }
+  remaining_.store(n, std::memory_order_relaxed);
+  phase_.store_and_wake(tag);  // publishes the shares and the count with it
+}
+
+// Claims items of `share` in `phase`: from the front, a quarter of what is left (its owner),
+// or from the back, half of what is left (another slot taking over).
+bool Job::take(Share& share, std::uint32_t phase, bool from_back, Index& first, Index& last) {
+  std::uint64_t v = share.range.load(std::memory_order_acquire);
+  for (;;) {
+    if (tag_of(v) != phase) return false;
+    const Index front = front_of(v), back = back_of(v), left = back - front;
+    if (left <= 0) return false;
+    const Index grain = from_back ? std::max<Index>(1, left / 2) : (left + 3) / 4;
+    first = from_back ? back - grain : front;
+    last = first + grain;
+    const std::uint64_t next = from_back ? pack(phase, front, first) : pack(phase, last, back);
+    if (share.range.compare_exchange_weak(v, next, std::memory_order_acq_rel,
+                                          std::memory_order_acquire)) {
+      return true;
+    }
+  }
+}
+
+bool Job::claim(int slot, std::uint32_t phase, Index& first, Index& last) {
+  if (take(shares_[static_cast<size_t>(slot)], phase, false, first, last)) return true;
+  for (;;) {  // the unclaimed items of the share with the most left
+    Share* fullest = nullptr;
+    Index most = 0;
+    for (auto& share : shares_) {
+      const std::uint64_t v = share.range.load(std::memory_order_acquire);
+      if (tag_of(v) == phase && back_of(v) - front_of(v) > most) {
+        most = back_of(v) - front_of(v);
+        fullest = &share;
+      }
+    }
+    if (!fullest) return false;
+    if (take(*fullest, phase, true, first, last)) return true;
+  }
+}
+
+void Job::finish_items(std::uint32_t phase, Index count) {
+  if (remaining_.fetch_sub(count, std::memory_order_acq_rel) == count) open_phase(Index(phase) + 1);
+}
+
+void Job::work(int slot) {
+  const ThreadState state;  // denormals flushed; nested parallel sections run here
+  for (;;) {
+    const std::uint32_t phase = phase_.load();
+    if (Index(phase) >= work_.phases) return;
+    Index first = 0, last = 0;
+    while (claim(slot, phase, first, last)) {
+      if (!failed_.load(std::memory_order_relaxed)) {
+        try {
+          work_.run(phase, first, last, slot);
+        } catch (...) {
+          std::lock_guard<std::mutex> lock(error_mutex_);
+          if (!error_) error_ = std::current_exception();
+          failed_.store(true, std::memory_order_relaxed);
+        }
+      }
+      finish_items(phase, last - first);
+    }
+    phase_.wait_while(phase, tuning::kPhaseSpinUs, tuning::kPhaseYieldUs);
+  }
+}
+
+void Job::rethrow_first_error() const {
+  if (error_) std::rethrow_exception(error_);
+}
+
+void run_job(JobWork work) {
+  if (work.team <= 1) {  // this thread alone: the phases in order, no shared state
+    for (Index p = 0; p < work.phases; ++p) {
+      const Index n = work.items(p);
+      if (n > 0) work.run(p, 0, n, 0);
+    }
+    return;
+  }
+  const int helpers = work.team - 1;
+  auto job = std::make_shared<Job>(std::move(work));
+  WorkerPool& pool = WorkerPool::instance();
+  pool.offer(job, helpers);
+  job->work(0);
+  pool.withdraw(job.get());
+  job->rethrow_first_error();
+}
+
+}  // namespace rnngraph::runtime

@@ -1,0 +1,81 @@
+// A Job: work that any number of threads can finish together, and that never waits for a
+// particular thread. It is a sequence of phases; phase p is cut into items, and phase p + 1
+// starts once every item of phase p is done (the steps of a recurrence: a product, then the
+// element-wise math that reads it).
+//
+// Each item is claimed by exactly one thread, dynamically. A slot (the caller's is 0, the
+// workers' 1 .. team - 1) owns a contiguous share of each phase's items and claims them from
+// the front, so on an idle machine each thread keeps working on the same slice of the
+// weights (which stays in its cache). A thread that has run out of its own share takes the
+// unclaimed items of the share with the most left, from the back: a slot whose thread the OS
+// has descheduled, or that no worker has joined, is finished by the others.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "runtime/waiting.hpp"
+
+namespace rnngraph::runtime {
+
+using Index = std::int64_t;
+
+struct JobWork {
+  int team = 1;                             // slots: the caller's (0) and up to team - 1 workers'
+  Index phases = 1;                         // at most 2^32 - 1
+  std::function<Index(Index phase)> items;  // items of a phase (0: the phase is skipped)
+  // Runs the items [first, last) of a phase on the thread that holds `slot`.
+  std::function<void(Index phase, Index first, Index last, int slot)> run;
+};
+
+class Job {
+ public:
+  explicit Job(JobWork work);
+  Job(const Job&) = delete;
+  Job& operator=(const Job&) = delete;
+
+  // A slot in [1, team) for a worker that joins, or -1 when the job is full or finished.
+  int join();
+  // Whether a worker could still join.
+  bool wants_helpers() const;
+  // Claims and runs items until every phase is done; returns then. The caller runs slot 0.
+  // Items only run while the job is unfinished, so whoever returns from here last, the
+  // caller's state that `run` refers to is still alive.
+  void work(int slot);
+  bool finished() const { return phase_.load() >= work_.phases; }
+  // The first exception an item threw, rethrown (the job still runs every item's slot to
+  // the end, skipping the items' work).
+  void rethrow_first_error() const;
+
+ private:
+  // A slot's share of the current phase: [tag: phase, 32 bits][front: 16][back: 16].
+  struct alignas(64) Share {
+    std::atomic<std::uint64_t> range{0};
+  };
+  static constexpr Index kMaxItems = 0xFFFF;
+
+  bool claim(int slot, std::uint32_t phase, Index& first, Index& last);
+  static bool take(Share& share, std::uint32_t phase, bool from_back, Index& first, Index& last);
+  void open_phase(Index phase);
+  void finish_items(std::uint32_t phase, Index count);
+
+  JobWork work_;
+  std::vector<Share> shares_;
+  alignas(64) WaitWord phase_;
+  alignas(64) std::atomic<Index> remaining_{0};  // unfinished items of the current phase
+  alignas(64) std::atomic<int> joined_{1};
+  std::atomic<bool> failed_{false};
+  std::mutex error_mutex_;
+  std::exception_ptr error_;
+};
+
+// Runs `work` on this thread and on whichever of rnngraph's workers are free (up to
+// work.team - 1 of them); returns when every item is done and rethrows an item's exception.
+void run_job(JobWork work);
+
+}  // namespace rnngraph::runtime

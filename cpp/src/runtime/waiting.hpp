@@ -1,0 +1,47 @@
+// How a thread waits for a 32-bit word to change: it spins briefly (the change is usually a
+// few microseconds away), then gives its core away (sched_yield) for a while, then sleeps on
+// the word (a futex) until whoever changes it wakes it. Nothing spins without bound.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace rnngraph::runtime {
+
+// A word that threads wait on and one thread changes.
+class WaitWord {
+ public:
+  explicit WaitWord(std::uint32_t value = 0) : value_(value) {}
+  std::uint32_t load() const { return value_.load(std::memory_order_acquire); }
+  // Sets the word and wakes every thread sleeping on it.
+  void store_and_wake(std::uint32_t value);
+  // Returns once the word differs from `seen` (at once if it does already): spins for
+  // `spin_us` microseconds, yields for `yield_us` more, then sleeps. Returns the new value.
+  std::uint32_t wait_while(std::uint32_t seen, long spin_us, long yield_us) const;
+
+ private:
+  std::atomic<std::uint32_t> value_;
+  mutable std::atomic<int> sleepers_{0};
+};
+
+// One pause instruction (a spin-wait hint), or nothing where there is none.
+void pause_once();
+
+// Calls done() between pauses for up to `spin_us` microseconds; whether it returned true.
+template <class Done>
+bool spin_until(Done&& done, long spin_us);
+
+// Microseconds on a steady clock.
+long long now_us();
+
+template <class Done>
+bool spin_until(Done&& done, long spin_us) {
+  const long long start = now_us();
+  for (unsigned i = 1;; ++i) {
+    if (done()) return true;
+    pause_once();
+    if (i % 16 == 0 && now_us() - start >= spin_us) return done();
+  }
+}
+
+}  // namespace rnngraph::runtime

@@ -1,0 +1,101 @@
+#include "runtime/worker_pool.hpp"
+
+#include <algorithm>
+#include <pthread.h>
+#include <system_error>
+#include <thread>
+#include <unistd.h>
+
+#include "runtime/waiting.hpp"
+#include "tuning.hpp"
+
+namespace rnngraph::runtime {
+
+namespace {
+std::mutex& creation_mutex() {
+  static std::mutex m;
+  return m;
+}
+// fork: a child never inherits the creation mutex locked (held across the fork).
+void lock_before_fork() { creation_mutex().lock(); }
+void unlock_after_fork() { creation_mutex().unlock(); }
+[[maybe_unused]] const int fork_handlers =
+    pthread_atfork(lock_before_fork, unlock_after_fork, unlock_after_fork);
+}  // namespace
+
+WorkerPool& WorkerPool::instance() {
+  std::lock_guard<std::mutex> lock(creation_mutex());
+  static WorkerPool* pool = nullptr;
+  static pid_t pool_pid = 0;
+  if (!pool || pool_pid != getpid()) {
+    pool = new WorkerPool;  // never destroyed: workers sleep in it until the process ends
+    pool_pid = getpid();
+  }
+  return *pool;
+}
+
+void WorkerPool::offer(const std::shared_ptr<Job>& job, int helpers) {
+  int to_wake = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    while (started_ < helpers) {
+      try {
+        std::thread(&WorkerPool::work, this).detach();
+      } catch (const std::system_error&) {
+        break;  // the caller and the workers there are finish the job
+      }
+      ++started_;
+    }
+    open_.push_back(job);
+    posted_.fetch_add(1, std::memory_order_release);
+    to_wake = std::min(sleeping_, helpers);
+  }
+  for (int i = 0; i < to_wake; ++i) wake_.notify_one();
+}
+
+void WorkerPool::withdraw(const Job* job) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  open_.erase(std::remove_if(open_.begin(), open_.end(),
+                             [&](const std::shared_ptr<Job>& j) { return j.get() == job; }),
+              open_.end());
+}
+
+int WorkerPool::workers() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return started_;
+}
+
+std::shared_ptr<Job> WorkerPool::open_job_locked() const {
+  for (const auto& job : open_) {
+    if (job->wants_helpers()) return job;
+  }
+  return nullptr;
+}
+
+// A worker: joins open jobs; with none open, it watches for the next offer for a while (the
+// parallel sections of one call come back to back), then sleeps until one comes.
+void WorkerPool::work() {
+  for (;;) {
+    std::shared_ptr<Job> job;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      for (;;) {
+        const unsigned seen = posted_.load(std::memory_order_acquire);
+        if ((job = open_job_locked())) break;
+        lock.unlock();
+        const bool posted = spin_until(
+            [&] { return posted_.load(std::memory_order_acquire) != seen; }, tuning::kWorkerSpinUs);
+        lock.lock();
+        if (!posted) {
+          ++sleeping_;
+          wake_.wait(lock, [&] { return posted_.load(std::memory_order_acquire) != seen; });
+          --sleeping_;
+        }
+      }
+    }
+    const int slot = job->join();
+    if (slot > 0) job->work(slot);
+  }
+}
+
+}  // namespace rnngraph::runtime

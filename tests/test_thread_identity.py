@@ -1,0 +1,44 @@
+"""Results are bit-identical whatever the thread count: every parallel path cuts its work
+into pieces that do not depend on how many threads claim them, and no piece's arithmetic
+depends on which thread runs it. Counts above the machine's cores (oversubscription) are
+fine for checking this."""
+
+import numpy as np
+import pytest
+
+from toolkit import Case, blas_threads, draw_inputs, forward, gradients, signals
+
+THREAD_COUNTS = (1, 2, 3, 4, 7, 16)
+# cell, case text, N, I, H, T: every split path (serial, row chunks, directions on their
+# own threads, a team sharing each step) in both dtypes, every input given
+SHAPES = [
+    ("LSTM", "fwd", 32, 96, 64, 7),  # row chunks
+    ("GRU", "bi-resetAfter", 20, 64, 48, 5),  # directions and row chunks
+    ("singleGateRNN", "bi", 16, 40, 37, 4),  # padded weight panels
+    ("LSTM", "fwd", 3, 128, 256, 6),  # a team shares each step
+    ("GRU", "fwd", 1, 64, 192, 8),  # a team, one batch row
+    ("GRU", "fwd-resetAfter", 5, 64, 128, 6),
+    ("singleGateRNN", "fwd", 2, 96, 256, 9),
+    ("LSTM", "fwd-float32", 4, 256, 512, 5),  # float32 team: the packed product
+    ("GRU", "bi-float32", 24, 128, 96, 5),
+]
+CASES = [Case.parse(cell, text).but(T=T, N=N, I=I, H=H, signal="dy+dS").with_all_inputs()
+         for cell, text, N, I, H, T in SHAPES]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{c.cell}-{c.id}" for c in CASES])
+def test_every_thread_count_gives_the_same_bits(case, rng):
+    x = draw_inputs(case, rng, scale=0.3)
+    sig = signals(case, rng)
+    results = {}
+    for n in THREAD_COUNTS:
+        with blas_threads(n):
+            results[n] = (forward(case, x), gradients(case, x, sig))
+    out1, grads1 = results[1]
+    for n in THREAD_COUNTS[1:]:
+        out, grads = results[n]
+        assert list(out) == list(out1) and list(grads) == list(grads1)
+        for name in (*out, *grads):
+            mine = out[name] if name in out else grads[name]
+            theirs = out1[name] if name in out1 else grads1[name]
+            assert np.array_equal(mine, theirs), f"{case.id}: {name} differs at {n} threads"
