@@ -134,12 +134,14 @@ constexpr int kSomeRowsWide = 6;
 // A parallel site cuts its work into up to this many blocks per thread: a thread that the OS
 // deschedules then holds back at most one block while the others claim the rest.
 constexpr Index kBlocksPerThread = 2;
-// A thread that has no item left in a phase spins this long for the phase to end (the other
-// threads' items of one step take a few to a few tens of microseconds), then yields its core
-// for kPhaseYieldUs (a descheduled thread holding the last item then gets a core sooner),
-// then sleeps until the phase ends.
-constexpr long kPhaseSpinUs = 50;
-constexpr long kPhaseYieldUs = 200;
+// A thread that has no item left in a phase spins up to this long for the phase to end (the
+// other threads' items of one step take a few to a few tens of microseconds), then sleeps
+// until it ends. Row 4 (idle 0.72 ms) on the 2-core machine under two busy processes, two
+// threads: 1.35 ms with 50 µs of spinning then 200 µs of sched_yield before sleeping, 1.35 to
+// 1.57 ms (three runs) with 1 ms of spinning and no yield; the per-step barrier this
+// replaced gave 0.75 ms in one run and 82 ms in the next. The simpler spin-then-sleep kept.
+constexpr long kPhaseSpinUs = 1000;
+constexpr long kPhaseYieldUs = 0;
 // A worker with no job watches for the next one this long before it sleeps, so the parallel
 // sections of one call, and of calls made back to back, start at once. A wake-up from sleep
 // is what a parallel call loses below the thresholds above (medians 0.1-0.2 ms slower than

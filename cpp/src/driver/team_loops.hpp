@@ -38,7 +38,9 @@ void forward_team(const Cell& cell, const RNNShape& s, const ForwardArgs<S>& a,
   SlotScratch<S> scratch(team, 2 * N * H);
 
   const Index units = cell.recurrent_gates() * dir.units_per_gate();
-  const Index unit_step = dir.weight_t_panels ? 1 : 16;
+  // An item is six panels (the few-row tile takes three at a time, the some-row tile two),
+  // or a run of 16 columns of R.
+  const Index unit_step = dir.weight_t_panels ? 6 : 16;
   const Index unit_items = (units + unit_step - 1) / unit_step;
 
   // The previous state as a step reads it: masked (a buffer), or the state itself.

@@ -58,15 +58,15 @@ void Job::open_phase(Index phase) {
   phase_.store_and_wake(tag);  // publishes the shares and the count with it
 }
 
-// Claims items of `share` in `phase`: from the front, a quarter of what is left (its owner),
-// or from the back, half of what is left (another slot taking over).
+// Claims items of `share` in `phase`, half of what is left: from the front (its owner) or
+// from the back (another slot taking over).
 bool Job::take(Share& share, std::uint32_t phase, bool from_back, Index& first, Index& last) {
   std::uint64_t v = share.range.load(std::memory_order_acquire);
   for (;;) {
     if (tag_of(v) != phase) return false;
     const Index front = front_of(v), back = back_of(v), left = back - front;
     if (left <= 0) return false;
-    const Index grain = from_back ? std::max<Index>(1, left / 2) : (left + 3) / 4;
+    const Index grain = from_back ? std::max<Index>(1, left / 2) : (left + 1) / 2;
     first = from_back ? back - grain : front;
     last = first + grain;
     const std::uint64_t next = from_back ? pack(phase, front, first) : pack(phase, last, back);
