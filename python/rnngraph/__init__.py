@@ -7,6 +7,7 @@ _blas.load()  # rnngraph's own OpenBLAS, before the compiled core binds to it
 
 from rnngraph.activation import RNNActivation
 from rnngraph.config import (
+    cpu_budget,
     get_num_threads,
     kept_memory,
     release_memory,
@@ -24,6 +25,10 @@ from rnngraph.tensor import Tensor
 
 __version__ = "0.1.0"
 
+from rnngraph import _threadpool
+
+_threadpool.register()  # threadpoolctl sees and limits rnngraph's threads (if installed)
+
 __all__ = [
     "DataType",
     "GRUDescriptor",
@@ -32,6 +37,7 @@ __all__ = [
     "RNNActivation",
     "SingleGateRNNDescriptor",
     "Tensor",
+    "cpu_budget",
     "float32",
     "float64",
     "get_num_threads",

@@ -122,6 +122,9 @@ kernel_level: str  # 'avx512', 'avx2' or 'baseline': this module's instruction s
 def set_num_threads(n: int) -> None:
     """Threads rnngraph's kernels use."""
 
+def cpu_budget() -> dict[str, int | float]:
+    """The CPUs this process may use: {'affinity', 'quota', 'environment', 'default'}."""
+
 def get_num_threads() -> int:
     """Threads rnngraph's kernels use."""
 

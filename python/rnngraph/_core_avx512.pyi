@@ -9,6 +9,7 @@ from rnngraph._core import _forced_paths as _forced_paths
 from rnngraph._core import _parallel_thresholds as _parallel_thresholds
 from rnngraph._core import _set_parallel_threshold as _set_parallel_threshold
 from rnngraph._core import blas_info as blas_info
+from rnngraph._core import cpu_budget as cpu_budget
 from rnngraph._core import cpu_supports as cpu_supports
 from rnngraph._core import get_num_threads as get_num_threads
 from rnngraph._core import kept_bytes as kept_bytes

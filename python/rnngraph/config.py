@@ -30,7 +30,12 @@ def show_config() -> None:
     print(f"rnngraph BLAS library : {info['library']}")
     print(f"BLAS build            : {info['config']}")
     print(f"BLAS detected core    : {info['core']}")
+    budget = cpu_budget()
+    quota = f"{budget['quota']:g}" if budget["quota"] else "none"
+    source = ("RNNGRAPH_NUM_THREADS" if budget["environment"]
+              else f"CPUs this process may use: affinity {budget['affinity']}, cgroup quota {quota}")
     print(f"rnngraph threads      : {get_num_threads()}")
+    print(f"rnngraph default      : {budget['default']} threads ({source})")
     print(f"BLAS threads          : {info['num_threads']} (rnngraph calls it from its own threads)")
     print(f"rnngraph kernels      : {kernel_level()} (built: {', '.join(supported_levels())})")
 
@@ -45,8 +50,18 @@ def set_num_threads(n: int) -> None:
 
 
 def get_num_threads() -> int:
-    """The threads rnngraph's kernels use (by default, one per core)."""
+    """The threads rnngraph's kernels use. By default: ``RNNGRAPH_NUM_THREADS`` if set, else
+    the CPUs this process may run on (its affinity mask: taskset, numactl, a container's
+    cpuset), lowered to its cgroup's CPU quota rounded up (docker ``--cpus``, Kubernetes
+    limits); see ``cpu_budget()``. ``threadpoolctl.threadpool_limits`` limits it too."""
     return int(_core.get_num_threads())
+
+
+def cpu_budget() -> dict[str, int | float]:
+    """What the default thread count is made of: ``{'affinity': CPUs in the affinity mask,
+    'quota': the cgroup's CPU quota in CPUs (0: none), 'environment': RNNGRAPH_NUM_THREADS
+    (0: unset), 'default': the resulting default}``."""
+    return dict(_core.cpu_budget())
 
 
 def release_memory() -> None:

@@ -122,6 +122,18 @@ void bind_config(py::module_& m) {
 #endif
   m.def("set_num_threads", &set_num_threads, py::arg("n"), "Threads rnngraph's kernels use.");
   m.def("get_num_threads", &get_num_threads, "Threads rnngraph's kernels use.");
+  m.def(
+      "cpu_budget",
+      [] {
+        const CpuBudget b = cpu_budget();
+        py::dict d;
+        d["affinity"] = b.affinity;
+        d["quota"] = b.quota;
+        d["environment"] = b.environment;
+        d["default"] = default_num_threads();
+        return d;
+      },
+      "The CPUs this process may use: {'affinity', 'quota', 'environment', 'default'}.");
   bind_paths(m);
   m.def("release_kept_memory", &release_kept_memory,
         "Return the memory kept between calls to the system now (done by itself when idle).");

@@ -22,4 +22,12 @@ int get_num_threads();
 // process may use (its affinity mask, lowered to its cgroup's CPU quota).
 int default_num_threads();
 
+// What default_num_threads is made of.
+struct CpuBudget {
+  int affinity = 0;     // CPUs in this process's affinity mask (sched_getaffinity)
+  double quota = 0;     // its cgroup's CPU quota in CPUs (0: none)
+  int environment = 0;  // RNNGRAPH_NUM_THREADS (0: unset or not a positive integer)
+};
+CpuBudget cpu_budget();
+
 }  // namespace rnngraph

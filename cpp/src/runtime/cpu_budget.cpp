@@ -11,7 +11,7 @@
 
 namespace rnngraph::runtime {
 
-namespace {
+namespace detail {
 
 int affinity_cpus() {
 #if defined(__linux__)
@@ -50,15 +50,23 @@ int environment_threads() {
   return end != text && *end == '\0' && n >= 1 && n <= 4096 ? static_cast<int>(n) : 0;
 }
 
-}  // namespace
+}  // namespace detail
+
+}  // namespace rnngraph::runtime
+
+namespace rnngraph {
 
 CpuBudget cpu_budget() {
   CpuBudget b;
-  b.affinity = affinity_cpus();
-  b.quota = cgroup_quota();
-  b.environment = environment_threads();
+  b.affinity = runtime::detail::affinity_cpus();
+  b.quota = runtime::detail::cgroup_quota();
+  b.environment = runtime::detail::environment_threads();
   return b;
 }
+
+}  // namespace rnngraph
+
+namespace rnngraph::runtime {
 
 int default_threads() {
   const CpuBudget b = cpu_budget();

@@ -1,6 +1,8 @@
 // The CPUs this process may actually use, which is rnngraph's default thread count.
 #pragma once
 
+#include "rnngraph/threads.hpp"
+
 namespace rnngraph::runtime {
 
 // RNNGRAPH_NUM_THREADS when set to a positive integer; else the CPUs in this process's
@@ -8,13 +10,5 @@ namespace rnngraph::runtime {
 // cgroup's CPU quota rounded up (cgroup v2 cpu.max, or v1 cpu.cfs_quota_us /
 // cpu.cfs_period_us: docker --cpus, Kubernetes limits). At least 1.
 int default_threads();
-
-// The parts, for show_config and the tests.
-struct CpuBudget {
-  int affinity = 0;     // CPUs in the affinity mask (0: unknown)
-  double quota = 0;     // the cgroup's CPU quota in CPUs (0: none)
-  int environment = 0;  // RNNGRAPH_NUM_THREADS (0: unset or invalid)
-};
-CpuBudget cpu_budget();
 
 }  // namespace rnngraph::runtime

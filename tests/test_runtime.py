@@ -1,0 +1,166 @@
+"""rnngraph's parallel runtime: results that do not depend on load or on concurrent callers,
+threads that sleep when idle, a default thread count from the CPUs the process may use, and
+threadpoolctl's view and limits of rnngraph's pool. (Speed is measured in benchmarks/.)"""
+
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+
+import numpy as np
+import pytest
+import threadpoolctl
+
+import rnngraph as rg
+from toolkit import blas_threads
+
+# An LSTM training step: T steps, batch N (N = 3: the threads share each step; N = 32: row
+# chunks), every gradient a target.
+SHAPES = [(7, 3, 48, 256), (5, 32, 40, 64)]
+
+
+def training_graph(T, N, I, H, seed=0):
+    rng = np.random.default_rng(seed)
+    g = rg.Graph()
+    names = {"x": (T, N, I), "R": (4 * H, H), "W": (4 * H, I), "dy": (T, N, H)}
+    ph = {k: g.placeholder(shape=s, dataType=rg.float32, name=k) for k, s in names.items()}
+    d = rg.LSTMDescriptor(training=True)
+    h, c, z = g.LSTM(ph["x"], recurrentWeight=ph["R"], inputWeight=ph["W"], descriptor=d)
+    grads = g.LSTMGradients(ph["x"], recurrentWeight=ph["R"], sourceGradient=ph["dy"], zState=z,
+                            cellOutputFwd=c, inputWeight=ph["W"], descriptor=d)
+    feeds = {ph[k]: (0.3 * rng.standard_normal(s)).astype(np.float32) for k, s in names.items()}
+    return g, feeds, [h, *grads]
+
+
+def run(graph, feeds, targets):
+    out = graph.run(feeds, targetTensors=targets)
+    return [out[t] for t in targets]
+
+
+def assert_same_bits(a, b, what):
+    assert len(a) == len(b)
+    for i, (x, y) in enumerate(zip(a, b)):
+        assert np.array_equal(x, y), f"{what}: result {i} differs"
+
+
+@pytest.fixture
+def busy_processes():
+    """Two processes that keep a core each busy while the test runs."""
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        yield procs
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=["team", "rows"])
+def test_results_are_identical_under_load(shape, busy_processes):
+    g, feeds, targets = training_graph(*shape)
+    with blas_threads(1):
+        expected = run(g, feeds, targets)
+    with blas_threads(3):
+        for _ in range(20):
+            assert_same_bits(run(g, feeds, targets), expected, "3 threads, 2 busy processes")
+
+
+@pytest.mark.parametrize("one_graph", [True, False], ids=["one-graph", "graph-each"])
+def test_concurrent_calls_from_four_threads_match_sequential_calls(one_graph):
+    graphs = [training_graph(*SHAPES[i % 2], seed=i) for i in range(4)]
+    if one_graph:
+        graphs = [graphs[0]] * 4
+    expected = [run(*graph) for graph in graphs]
+    results, errors = [None] * 4, []
+
+    def worker(i):
+        try:
+            for _ in range(10):
+                out = run(*graphs[i])
+                assert_same_bits(out, expected[i], f"thread {i}")
+            results[i] = out
+        except Exception as error:  # noqa: BLE001 - reported by the main thread
+            errors.append(error)
+
+    with blas_threads(2):
+        threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+    assert not errors, errors
+    assert all(r is not None for r in results)
+
+
+def child(code, **env):
+    """Run ``code`` in a fresh Python; its stdout."""
+    environment = {k: v for k, v in os.environ.items() if k != "RNNGRAPH_NUM_THREADS"} | env
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, timeout=120, env=environment, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_idle_threads_use_no_cpu_a_second_after_the_last_call():
+    out = child("""
+        import os, time
+        import numpy as np
+        import rnngraph as rg
+        rg.set_num_threads(4)
+        g = rg.Graph()
+        x = g.placeholder(shape=(20, 2, 1024), dataType=rg.float32, name="x")
+        R = g.placeholder(shape=(1024, 256), dataType=rg.float32, name="R")
+        h, = g.LSTM(x, recurrentWeight=R, descriptor=rg.LSTMDescriptor())[:1]
+        feeds = {x: np.ones((20, 2, 1024), np.float32), R: np.full((1024, 256), 0.01, np.float32)}
+        for _ in range(50):
+            g.run(feeds, targetTensors=[h])
+        me = str(os.getpid())
+
+        def busy_ticks():  # CPU ticks of every thread but this one
+            total = 0
+            for tid in os.listdir("/proc/self/task"):
+                if tid == me:
+                    continue
+                with open(f"/proc/self/task/{tid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                total += int(fields[11]) + int(fields[12])  # utime, stime
+            return total, len(os.listdir("/proc/self/task"))
+
+        time.sleep(1.0)
+        before, threads = busy_ticks()
+        time.sleep(1.0)
+        after, _ = busy_ticks()
+        print(after - before, threads)
+    """)
+    ticks, threads = map(int, out.split())
+    assert threads >= 4, "the workers were never started"
+    assert ticks <= 1, f"rnngraph's idle threads used {ticks} ticks of CPU in a second"
+
+
+def test_the_default_thread_count_is_the_cpus_this_process_may_use():
+    code = """
+        import os
+        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+        import rnngraph as rg
+        print(rg.get_num_threads(), rg.cpu_budget()["affinity"])
+    """
+    assert child(code).split() == ["1", "1"]
+    assert child(code, RNNGRAPH_NUM_THREADS="3").split() == ["3", "1"]
+    assert child("import rnngraph as rg; print(rg.get_num_threads())").strip() == str(
+        len(os.sched_getaffinity(0)) if not rg.cpu_budget()["quota"] else rg.cpu_budget()["default"])
+
+
+def test_threadpoolctl_sees_and_limits_rnngraphs_pool():
+    rg.set_num_threads(3)
+    try:
+        pools = [p for p in threadpoolctl.threadpool_info() if p["user_api"] == "rnngraph"]
+        assert len(pools) == 1 and pools[0]["num_threads"] == 3
+        with threadpoolctl.threadpool_limits(1):
+            assert rg.get_num_threads() == 1
+        assert rg.get_num_threads() == 3
+        with threadpoolctl.threadpool_limits(limits={"rnngraph": 2}):
+            assert rg.get_num_threads() == 2
+        assert rg.get_num_threads() == 3
+    finally:
+        rg.set_num_threads(rg.cpu_budget()["default"])
