@@ -7,6 +7,7 @@ that same loaded library, so this measures exactly the BLAS and thread pool rnng
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Callable
 
 import numpy as np
 from timing import measure
@@ -34,18 +35,20 @@ def blas_identity() -> dict:
             "core": lib.scipy_openblas_get_corename().decode()}
 
 
-def sgemm_ceiling(threads: int, n: int = 2048, budget_s: float = 2.0, min_reps: int = 10) -> dict:
+def sgemm_ceiling(threads: int, n: int = 2048, budget_s: float = 2.0, min_reps: int = 10,
+                  settle: Callable[[float], dict] | None = None) -> dict:
     """GFLOP/s of C = A·B (n×n, float32) on ``threads`` OpenBLAS threads. rnngraph keeps its
-    OpenBLAS single-threaded (it runs its own threads), so the count is restored to 1 after."""
+    OpenBLAS single-threaded (it runs its own threads), so the count is restored to 1 after.
+    ``settle``: the settle check before the measurement (timing.measure)."""
     lib = _library()
     lib.scipy_openblas_set_num_threads(threads)
     try:
-        return _measure(lib, threads, n, budget_s, min_reps)
+        return _measure(lib, threads, n, budget_s, min_reps, settle)
     finally:
         lib.scipy_openblas_set_num_threads(1)
 
 
-def _measure(lib, threads, n, budget_s, min_reps) -> dict:
+def _measure(lib, threads, n, budget_s, min_reps, settle) -> dict:
     rng = np.random.default_rng(0)
     a, b = (rng.standard_normal((n, n)).astype(np.float32) for _ in range(2))
     c = np.zeros((n, n), np.float32)
@@ -54,7 +57,7 @@ def _measure(lib, threads, n, budget_s, min_reps) -> dict:
         lib.scipy_cblas_sgemm(ROW_MAJOR, NO_TRANS, NO_TRANS, n, n, n, 1.0, a.ctypes.data, n,
                               b.ctypes.data, n, 0.0, c.ctypes.data, n)
 
-    result = measure(step, budget_s=budget_s, min_reps=min_reps)
+    result = measure(step, budget_s=budget_s, min_reps=min_reps, settle=settle)
     assert np.allclose(c[:4, :4], a[:4] @ b[:, :4], rtol=1e-3, atol=1e-2), "sgemm gave wrong C"
     flop = 2.0 * n ** 3
     return {**result, "n": n, "threads": threads, "gflops": flop / result["median_ms"] / 1e6,

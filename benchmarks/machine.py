@@ -40,6 +40,36 @@ def load_average() -> list[float]:
     return list(os.getloadavg())
 
 
+def _process_cpu() -> dict[int, tuple[int, int, str]]:
+    """{pid: (parent pid, utime + stime in ticks, name)} of every process."""
+    out = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        fields = text.rpartition(")")[2].split()
+        out[int(stat.parent.name)] = (int(fields[1]), int(fields[11]) + int(fields[12]),
+                                      text[text.find("(") + 1:text.rfind(")")])
+    return out
+
+
+def busy_processes(window_s: float = 0.3, min_cpus: float = 0.2) -> list[dict]:
+    """Other processes (not this one or its children) that used at least ``min_cpus`` CPUs
+    over ``window_s``: what else competed with an 'idle' measurement on a shared machine."""
+    import time
+
+    before = _process_cpu()
+    time.sleep(window_s)
+    after = _process_cpu()
+    tick = os.sysconf("SC_CLK_TCK")
+    ours = {os.getpid()} | {pid for pid, (parent, _, _) in after.items() if parent == os.getpid()}
+    return [{"pid": pid, "name": name, "cpus": round((cpu - before[pid][1]) / tick / window_s, 2)}
+            for pid, (_, cpu, name) in after.items()
+            if pid in before and pid not in ours
+            and (cpu - before[pid][1]) / tick / window_s >= min_cpus]
+
+
 def git() -> dict:
     def run(*args):
         try:
@@ -52,36 +82,44 @@ def git() -> dict:
     return {"commit": run("rev-parse", "HEAD"), "dirty": None if status is None else bool(status)}
 
 
-def versions() -> dict:
+def dist(name: str) -> str | None:
+    """The installed distribution's version, without importing it."""
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def versions(libraries: tuple = ("rnngraph", "torch", "onnxruntime")) -> dict:
+    """Versions of ``libraries``, importing only those (a measuring child process asks for its
+    own library alone, so it loads no other library's thread pool)."""
     import numpy
-    import onnx
-    import onnxruntime
-    import torch
 
-    import rnngraph
-    from rnngraph.config import blas_info
+    out: dict = {"numpy": numpy.__version__}
+    if "rnngraph" in libraries:
+        import rnngraph
+        from rnngraph.config import blas_info
 
-    def dist(name):
-        try:
-            return metadata.version(name)
-        except metadata.PackageNotFoundError:
-            return None
+        shown = io.StringIO()
+        with contextlib.redirect_stdout(shown):
+            rnngraph.show_config()
+        out |= {
+            "rnngraph": rnngraph.__version__,
+            "rnngraph_file": rnngraph.__file__,  # the install measured (may differ from the tree)
+            "rnngraph_show_config": shown.getvalue().splitlines(),
+            "rnngraph_blas": blas_info(),
+            "scipy-openblas32": dist("scipy-openblas32"),
+        }
+    if "torch" in libraries:
+        import torch
 
-    shown = io.StringIO()
-    with contextlib.redirect_stdout(shown):
-        rnngraph.show_config()
-    return {
-        "rnngraph": rnngraph.__version__,
-        "rnngraph_file": rnngraph.__file__,  # the install measured (may differ from the tree)
-        "rnngraph_show_config": shown.getvalue().splitlines(),
-        "rnngraph_blas": blas_info(),
-        "scipy-openblas32": dist("scipy-openblas32"),
-        "numpy": numpy.__version__,
-        "torch": torch.__version__,
-        "torch_mkldnn": torch.backends.mkldnn.is_available(),
-        "onnxruntime": onnxruntime.__version__,
-        "onnx": onnx.__version__,
-    }
+        out |= {"torch": torch.__version__, "torch_mkldnn": torch.backends.mkldnn.is_available()}
+    if "onnxruntime" in libraries:
+        import onnx
+        import onnxruntime
+
+        out |= {"onnxruntime": onnxruntime.__version__, "onnx": onnx.__version__}
+    return out
 
 
 def now() -> str:

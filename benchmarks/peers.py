@@ -2,28 +2,30 @@
 
 Models, sessions and inputs are made here, outside timing. Thread counts are set by the
 caller (torch.set_num_threads) or here (ORT session options), always to the row's count.
+torch and onnx / onnxruntime are imported by the functions that use them, so a process that
+measures one peer never loads the other's thread pool.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
-import onnx
-import onnxruntime as ort
-import torch
-from onnx import TensorProto, helper, numpy_helper
 from rows import GATES, Row
 
-TORCH_MODULES = {"LSTM": torch.nn.LSTM, "GRU": torch.nn.GRU, "RNN": torch.nn.RNN}
 
-
-def torch_step(row: Row, seed: int = 0):
+def torch_step(row: Row, seed: int = 0) -> Callable | None:
     """nn.LSTM / nn.GRU / nn.RNN(tanh). infer: forward under inference_mode. train: forward +
     backward(dy) with grads of every parameter, the input and h0 (and c0)."""
+    import torch
+
     if not row.has_torch_twin:
         return None
     torch.manual_seed(seed)
     D = 2 if row.bidirectional else 1
-    rnn = TORCH_MODULES[row.cell](row.I, row.H, bidirectional=row.bidirectional)
+    module = {"LSTM": torch.nn.LSTM, "GRU": torch.nn.GRU, "RNN": torch.nn.RNN}[row.cell]
+    rnn = module(row.I, row.H, bidirectional=row.bidirectional)
     train = row.mode == "train"
     x = torch.randn(row.T, row.N, row.I, requires_grad=train)
     state = [torch.randn(D, row.N, row.H, requires_grad=train)
@@ -50,8 +52,12 @@ def torch_step(row: Row, seed: int = 0):
     return step
 
 
-def onnx_model(row: Row, seed: int = 0) -> onnx.ModelProto:
-    """An ONNX LSTM / GRU / RNN node; weights as initializers; inputs X and initial state(s)."""
+def onnx_model(row: Row, seed: int = 0) -> Any:
+    """An ONNX LSTM / GRU / RNN node (an onnx.ModelProto); weights as initializers; inputs X and
+    initial state(s)."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
     rng = np.random.default_rng(seed)
     G, D, H = GATES[row.cell], 2 if row.bidirectional else 1, row.H
     s = 1.0 / np.sqrt(H)
@@ -76,7 +82,10 @@ def onnx_model(row: Row, seed: int = 0) -> onnx.ModelProto:
     return model
 
 
-def ort_options(threads: int) -> ort.SessionOptions:
+def ort_options(threads: int) -> Any:
+    """ONNX Runtime session options: ``threads`` intra-op threads, sequential, one inter-op."""
+    import onnxruntime as ort
+
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
@@ -85,8 +94,10 @@ def ort_options(threads: int) -> ort.SessionOptions:
     return options
 
 
-def ort_step(row: Row, threads: int, seed: int = 0):
+def ort_step(row: Row, threads: int, seed: int = 0) -> Callable | None:
     """ONNX Runtime CPU session for an infer row (None for train rows)."""
+    import onnxruntime as ort
+
     if row.mode != "infer":
         return None
     session = ort.InferenceSession(onnx_model(row, seed).SerializeToString(),

@@ -8,6 +8,7 @@ from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results"
 PEERS = {"torch": "PyTorch", "onnxruntime": "ORT"}
+LIBRARY_NAMES = {"rnngraph": "rnngraph", **PEERS}
 
 
 def ours(record: dict) -> dict:
@@ -34,8 +35,54 @@ def _ms(entry) -> str:
     return f"{entry['median_ms']:.3g} ({entry['min_ms']:.3g})"
 
 
+def _num(value) -> str:
+    return "–" if value is None else f"{value:.3g}"
+
+
 def _x(value) -> str:
     return "–" if value is None else f"{value:.2f}×"
+
+
+def _yes(value) -> str:
+    return "–" if value is None else "yes" if value else "**no**"
+
+
+def load_table(data: dict) -> str:
+    """The idle-vs-loaded tables of a bench_rnn.py --under-load JSON."""
+    load, meta = data["under_load"], data["meta"]
+    lines = ["| # | row | threads | library | idle ms | loaded ms | loaded / idle |",
+             "|---|---|---|---|---|---|---|"]
+    for c in load["comparison"]:
+        for lib, v in c["libs"].items():
+            lines.append(f"| {c['row']} | {c['label']} {c['shape']} | {c['threads']} "
+                         f"| {LIBRARY_NAMES[lib]} | {_num(v['idle_ms'])} | {_num(v['loaded_ms'])} "
+                         f"| {_x(v['ratio'])} |")
+    limit = load["ratio_limit"]
+    lines += ["", (f"| # | row | threads | rnngraph loaded / idle | ≤ {limit:g}× idle "
+                   "| rnngraph loaded ms | best peer loaded ms | ≤ best peer |"),
+              "|---|---|---|---|---|---|---|---|"]
+    for c in load["comparison"]:
+        mine = c["libs"].get("rnngraph", {})
+        best = (f"{_num(c['best_peer_loaded_ms'])} ({LIBRARY_NAMES[c['best_peer']]})"
+                if c["best_peer"] else "no peer")
+        lines.append(f"| {c['row']} | {c['label']} {c['shape']} | {c['threads']} "
+                     f"| {_x(mine.get('ratio'))} | {_yes(c['rnngraph_within_limit'])} "
+                     f"| {_num(mine.get('loaded_ms'))} | {best} "
+                     f"| {_yes(c['rnngraph_le_best_peer'])} |")
+    within = [c["rnngraph_within_limit"] for c in load["comparison"]
+              if c["rnngraph_within_limit"] is not None]
+    beats = [c["rnngraph_le_best_peer"] for c in load["comparison"]
+             if c["rnngraph_le_best_peer"] is not None]
+    average = load.get("load_average_loaded_end") or [float("nan")]
+    where = ("all libraries in one process" if meta.get("mode") == "in-process"
+             else "each library in its own process")
+    lines += ["", (f"Under load: {load['k']} busy process{'es' * (load['k'] != 1)} (`while True: "
+                   f"pass`) on {meta['machine']['usable_cpus']} CPUs, load average "
+                   f"{average[0]:.2f} at the end of the loaded phase; ms: medians, {where}. "
+                   f"rnngraph loaded ≤ {limit:g}× idle "
+                   f"on {sum(within)} of {len(within)}; ≤ the best peer loaded on {sum(beats)} "
+                   f"of {len(beats)}.")]
+    return "\n".join(lines)
 
 
 def table(results: dict) -> str:
@@ -56,7 +103,7 @@ def table(results: dict) -> str:
             f"| {_x(r['speedup'].get('torch'))} | {_x(r['speedup'].get('onnxruntime'))} "
             f"| {gflops} | {fraction} | {r['onednn_ms'] or '–'} |")
     ceilings = ", ".join(f"{n} thr {c['gflops']:.0f} GFLOP/s"
-                         for n, c in results["ceiling"].items())
+                         for n, c in results["ceiling"].items()) or "not measured"
     meta = results["meta"]
     lines += [
         "",
@@ -69,6 +116,10 @@ def table(results: dict) -> str:
          f"commit {(meta['git']['commit'] or '?')[:10]}{' (dirty)' * bool(meta['git']['dirty'])}; "
          f"{meta['date']}."),
     ]
+    others = [f"{o['name']} ({o['cpus']:.1f} CPUs, {when})"
+              for when, found in meta.get("other_busy_processes", {}).items() for o in found]
+    if others:
+        lines.append("Other busy processes on the machine: " + ", ".join(others) + ".")
     lines += [f"Error: row {r['row']}, {r['threads']} threads, {lib}: {entry['error']}"
               for r in results["results"] for lib, entry in r["libs"].items() if "error" in entry]
     return "\n".join(lines)
@@ -76,4 +127,7 @@ def table(results: dict) -> str:
 
 if __name__ == "__main__":
     path = Path(sys.argv[1]) if len(sys.argv) > 1 else latest()
-    print(table(json.loads(path.read_text())))
+    data = json.loads(path.read_text())
+    print(table(data))
+    if "under_load" in data:
+        print("\n" + load_table(data))

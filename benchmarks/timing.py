@@ -4,35 +4,49 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Callable
+
+from settle import summary
 
 # Repetitions of a step of 0.25 s or more: BENCHMARKS.md allows as few as 3, but a median of
 # 3 turns on a single slow repetition of a shared machine.
 LARGE_STEP_REPS = 5
 
 
-def measure(step, budget_s: float = 2.0, min_reps: int = 10, max_reps: int = 1000,
-            settle_s: float = 0.2) -> dict:
+def measure(step: Callable, budget_s: float = 2.0, min_reps: int = 10, max_reps: int = 1000,
+            settle_s: float = 0.2, settle: Callable[[float], dict] | None = None) -> dict:
     """Median and min of ``step()`` with time.perf_counter, in milliseconds.
 
     ``settle_s`` of sleep first lets the previous library's worker threads stop spinning (on
     a 2-core machine a spinning OpenBLAS/OpenMP/ORT pool steals a core from the next peer).
     Two warm-up calls (a library's memory pools and caches settle only by the second call),
     then repetitions filling ``budget_s``: at least ``min_reps`` for steps under 0.25 s, at
-    least ``LARGE_STEP_REPS`` for larger ones.
+    least ``LARGE_STEP_REPS`` for larger ones. ``settle`` (settle.settle, given the window)
+    replaces the sleep with a settle check; its findings join the result (settle.summary).
     """
     return measure_interleaved({"step": step}, budget_s=budget_s, rounds=1, min_reps=min_reps,
-                               max_reps=max_reps, settle_s=settle_s)["step"]
+                               max_reps=max_reps, settle_s=settle_s, settle=settle)["step"]
 
 
 def measure_interleaved(steps: dict, budget_s: float = 2.0, rounds: int = 4, min_reps: int = 10,
-                        max_reps: int = 1000, settle_s: float = 0.2) -> dict:
+                        max_reps: int = 1000, settle_s: float = 0.2,
+                        settle: Callable[[float], dict] | None = None) -> dict:
     """``measure`` for several libraries' steps of one row, taken in turns: each is warmed up,
     then ``rounds`` rounds give every step its share of repetitions in turn (the order rotating
     from round to round), so a slow spell of a shared machine falls on all of them alike.
-    Returns {name: {"median_ms", "min_ms", "reps"}} over all of a step's repetitions."""
+    Returns {name: {"median_ms", "min_ms", "reps"}} over all of a step's repetitions (and the
+    settle fields where ``settle`` is given)."""
+    checks: dict = {name: [] for name in steps}
+
+    def pause(name: str) -> None:
+        if settle is None:
+            time.sleep(settle_s)
+        else:
+            checks[name].append(settle(settle_s))
+
     planned = {}
     for name, step in steps.items():
-        time.sleep(settle_s)
+        pause(name)
         step()
         t0 = time.perf_counter()
         step()
@@ -45,10 +59,11 @@ def measure_interleaved(steps: dict, budget_s: float = 2.0, rounds: int = 4, min
     for r in range(rounds):
         for name in names[r % len(names):] + names[:r % len(names)]:
             share = -(-planned[name] // rounds)  # ceil
-            time.sleep(settle_s)
+            pause(name)
             for _ in range(share):
                 t0 = time.perf_counter()
                 steps[name]()
                 times[name].append(time.perf_counter() - t0)
-    return {name: {"median_ms": 1e3 * statistics.median(t), "min_ms": 1e3 * min(t), "reps": len(t)}
+    return {name: {"median_ms": 1e3 * statistics.median(t), "min_ms": 1e3 * min(t), "reps": len(t),
+                   **(summary(checks[name]) if checks[name] else {})}
             for name, t in times.items()}

@@ -134,14 +134,20 @@ constexpr int kSomeRowsWide = 6;
 // A parallel site cuts its work into up to this many blocks per thread: a thread that the OS
 // deschedules then holds back at most one block while the others claim the rest.
 constexpr Index kBlocksPerThread = 2;
-// A thread that has no item left in a phase spins up to this long for the phase to end (the
-// other threads' items of one step take a few to a few tens of microseconds), then sleeps
-// until it ends. Row 4 (idle 0.72 ms) on the 2-core machine under two busy processes, two
-// threads: 1.35 ms with 50 µs of spinning then 200 µs of sched_yield before sleeping, 1.35 to
-// 1.57 ms (three runs) with 1 ms of spinning and no yield; the per-step barrier this
-// replaced gave 0.75 ms in one run and 82 ms in the next. The simpler spin-then-sleep kept.
-constexpr long kPhaseSpinUs = 1000;
-constexpr long kPhaseYieldUs = 0;
+// A thread that has no item left in a phase spins this long for the phase to end (the other
+// threads' items of one step take a few to a few tens of microseconds), then yields its core
+// for kPhaseYieldUs (a descheduled thread holding an item may get it), then sleeps until
+// the phase ends. 2-core machine, 2 threads, medians of rows 2 / 4 / 5 in ms (`ab.py`-style
+// runs of ours.make_step; idle, then under two busy processes, then right after PyTorch,
+// ONNX Runtime and NumPy ran, benchmarks/neighbours.py):
+//   spin 50 µs, yield 300 µs:  idle 0.045 / 0.73 / 5.1  loaded 0.066 / 1.29 / 9.0  after 0.55 / 1.64 / 10.8
+//   spin 50 µs, no yield:      idle 0.050 / 0.82 / 4.5  loaded 0.065 / 1.45 / 8.8  after 0.30 / 1.72 / 10.4
+//   spin 1 ms, no yield:       idle 0.044 / 0.69 / 4.8  loaded 0.064 / 1.40 / 11.7 after 0.53 / 1.44 / 12.3
+// Within the noise of one run each; the first gives the core away soonest to a descheduled
+// team member. (The per-step barrier this replaced: row 4 loaded 0.75 ms in one run, 82 in
+// the next.)
+constexpr long kPhaseSpinUs = 50;
+constexpr long kPhaseYieldUs = 300;
 // A worker with no job watches for the next one this long before it sleeps, so the parallel
 // sections of one call, and of calls made back to back, start at once. A wake-up from sleep
 // is what a parallel call loses below the thresholds above (medians 0.1-0.2 ms slower than

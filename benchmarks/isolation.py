@@ -1,0 +1,148 @@
+"""The isolated mode (bench_rnn.py's default): each library, at each thread count, in a fresh
+process of its own (child.py), so no other library's thread pool exists where it is timed.
+
+Per thread count, in order: the sgemm ceiling, rnngraph, PyTorch, ONNX Runtime, the sgemm
+ceiling again (each a process). The parent only starts the processes and collects their lines.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from child import PREFIX
+from records import LIBRARIES, default_record, libraries_for, merge_ceiling, record
+from rows import BY_ID, Row
+
+CHILD = Path(__file__).resolve().with_name("child.py")
+
+
+def _read_lines(stream: Any, lines: queue.Queue) -> None:
+    for line in stream:
+        lines.put(line)
+    lines.put(None)
+
+
+def run_child(spec: dict, timeout_s: float, bar: Any) -> tuple[list[dict], dict]:
+    """Run child.py with ``spec``; its result lines (each advancing ``bar``) and how it ran.
+    A child past ``timeout_s`` is killed; what it printed before still counts."""
+    started = time.perf_counter()
+    lines: queue.Queue = queue.Queue()
+    messages, timed_out = [], False
+    with tempfile.TemporaryFile(mode="w+") as stderr:
+        process = subprocess.Popen([sys.executable, str(CHILD), json.dumps(spec)],
+                                   stdout=subprocess.PIPE, stderr=stderr, stdin=subprocess.DEVNULL,
+                                   text=True)
+        try:
+            threading.Thread(target=_read_lines, args=(process.stdout, lines), daemon=True).start()
+            while True:
+                try:
+                    line = lines.get(timeout=max(0.01, started + timeout_s - time.perf_counter()))
+                except queue.Empty:
+                    timed_out = True
+                    break
+                if line is None:
+                    break
+                if line.startswith(PREFIX):
+                    messages.append(json.loads(line[len(PREFIX):]))
+                    if messages[-1]["kind"] in ("row", "default", "ceiling"):
+                        bar.update()
+        finally:
+            if process.poll() is None:
+                process.kill()
+            process.wait()
+        stderr.seek(0)
+        errors = stderr.read()
+    how = {"library": spec["library"], "threads": spec["threads"], "pid": process.pid,
+           "returncode": process.returncode, "timed_out": timed_out, "limit_s": timeout_s,
+           "wall_s": time.perf_counter() - started}
+    if process.returncode or timed_out:
+        how["stderr_tail"] = errors[-2000:]
+    return messages, how
+
+
+def _failure(how: dict) -> dict:
+    if how["timed_out"]:
+        return {"error": f"process stopped at its time limit ({how['limit_s']:.0f} s)"}
+    return {"error": f"process exited with {how['returncode']}: "
+                     f"{(how.get('stderr_tail') or '').strip()[-300:]}"}
+
+
+def _ceiling(threads: int, timing: dict, timeout_s: float, bar: Any, out: dict) -> dict:
+    bar.set_description(f"{threads} thr sgemm ceiling")
+    messages, how = run_child({"library": "sgemm", "threads": threads, "timing": timing},
+                              timeout_s, bar)
+    _collect(messages, how, out)
+    found = [m["ceiling"] for m in messages if m["kind"] == "ceiling"]
+    if not found:
+        bar.update()
+    return found[0] if found else _failure(how)
+
+
+def _collect(messages: list, how: dict, out: dict) -> None:
+    """The process's own record (info line) into ``out``."""
+    info = next((m["info"] for m in messages if m["kind"] == "info"), {})
+    how["imported"] = info.get("imported")
+    how["seconds_in_child"] = info.get("seconds")
+    errors = [m["error"] for m in messages if m["kind"] == "error"]
+    if errors:
+        how["error"] = errors[0]
+    out["processes"].append(how)
+    if info:
+        out["versions"] |= info["versions"]
+        out["infos"].setdefault(info["library"], info)
+
+
+def measure(rows: list[Row], threads: list[int], timing: dict, bar: Any,
+            timeout_s: float = 600.0, deadline: float = float("inf")) -> dict:
+    """Every library on ``rows`` at each thread count, each (library, threads) a process
+    given at most ``timeout_s`` and stopped at ``deadline`` (time.perf_counter's clock).
+    Returns {"results", "ceiling", "processes", "versions", "infos"}."""
+    out: dict = {"results": [], "ceiling": {}, "processes": [], "versions": {}, "infos": {}}
+
+    def limit() -> float:
+        return max(0.0, min(timeout_s, deadline - time.perf_counter()))
+
+    default_wanted = BY_ID[1] in rows
+    for n in threads:
+        start = _ceiling(n, timing, limit(), bar, out)
+        entries: dict = {row.id: {} for row in rows}
+        for library in LIBRARIES:
+            mine = [row.id for row in rows if library in libraries_for(row)]
+            if not mine:
+                continue
+            default = library == "rnngraph" and default_wanted
+            bar.set_description(f"{n} thr {library}")
+            spec = {"library": library, "threads": n, "rows": mine, "timing": timing,
+                    "default_row1": default}
+            messages, how = run_child(spec, limit(), bar)
+            _collect(messages, how, out)
+            for m in messages:
+                if m["kind"] == "row" and m["entry"] is not None:
+                    entries[m["row"]][library] = m["entry"]
+            if default:
+                found = [m for m in messages if m["kind"] == "default"]
+                out["results"].insert(0, default_record(found[0]["entry"], found[0]["threads_used"])
+                                      if found else default_record(_failure(how), None))
+                bar.update(not found)
+                default_wanted = False
+            done = {m["row"] for m in messages if m["kind"] == "row"}
+            for row_id in mine:
+                if row_id not in done:
+                    entries[row_id][library] = _failure(how)
+            bar.update(len(mine) - len(done))
+        end = _ceiling(n, timing, limit(), bar, out)
+        ceiling = merge_ceiling(start, end)
+        if "gflops" in ceiling:
+            out["ceiling"][str(n)] = ceiling
+        else:
+            out.setdefault("ceiling_errors", {})[str(n)] = [start, end]
+        out["results"] += [record(row, n, entries[row.id]) for row in rows]
+    return out

@@ -1,0 +1,85 @@
+"""The settle check: proof that no other thread of this process is running before a measurement.
+
+PyTorch's OpenMP threads, ONNX Runtime's pool and OpenBLAS's threads keep spinning for a while
+after a call. Before a measurement, ``settle`` reads the CPU time of every thread of this
+process (/proc/self/task/*/schedstat, in ns, where the kernel has it; else utime + stime of
+/proc/self/task/*/stat, in clock ticks), sleeps one window, reads again, and sums what the
+threads other than the calling (measuring) one consumed meanwhile. With ``wait`` it repeats
+the window until that is ~0 or ``limit_s`` has passed.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+TASKS = Path("/proc/self/task")
+TICK_NS = 1e9 / os.sysconf("SC_CLK_TCK")
+WINDOW_S = 0.1
+LIMIT_S = 2.0
+QUIET_MS = 2.0  # CPU ms in a window below which the other threads count as stopped
+
+
+def _schedstat_ns(task: Path) -> int:
+    return int((task / "schedstat").read_text().split()[0])
+
+
+def _stat_ns(task: Path) -> int:
+    fields = (task / "stat").read_text().rpartition(")")[2].split()
+    return int((int(fields[11]) + int(fields[12])) * TICK_NS)  # utime, stime (fields 14, 15)
+
+
+def source() -> str:
+    """Which /proc file gives per-thread CPU time here: 'schedstat' (ns) or 'stat' (ticks)."""
+    try:
+        _schedstat_ns(TASKS / str(threading.get_native_id()))
+        return "schedstat"
+    except OSError:
+        return "stat"
+
+
+_READ = _schedstat_ns if source() == "schedstat" else _stat_ns
+
+
+def thread_cpu_ns() -> dict[int, int]:
+    """CPU time (ns) of every live thread of this process, by thread id."""
+    out = {}
+    for task in TASKS.iterdir():
+        try:
+            out[int(task.name)] = _READ(task)
+        except (OSError, ValueError, IndexError):
+            pass  # the thread ended between listing and reading
+    return out
+
+
+def others_cpu_ms(window_s: float = WINDOW_S) -> float:
+    """CPU ms the threads other than the caller used during ``window_s`` of sleep."""
+    me = threading.get_native_id()
+    before = thread_cpu_ns()
+    time.sleep(window_s)
+    after = thread_cpu_ns()
+    return sum(ns - before.get(tid, 0) for tid, ns in after.items() if tid != me) / 1e6
+
+
+def settle(window_s: float = WINDOW_S, wait: bool = True, limit_s: float = LIMIT_S,
+           quiet_ms: float = QUIET_MS) -> dict:
+    """One window (more, with ``wait``, until the other threads are quiet or ``limit_s``).
+
+    Returns {"cpu_ms": the last window's, "first_cpu_ms": the first window's,
+    "waited_ms": time beyond the first window, "settled": last window quiet}."""
+    t0 = time.perf_counter()
+    first = last = others_cpu_ms(window_s)
+    while wait and last > quiet_ms and time.perf_counter() - t0 < limit_s:
+        last = others_cpu_ms(window_s)
+    return {"cpu_ms": last, "first_cpu_ms": first, "settled": last <= quiet_ms,
+            "waited_ms": max(0.0, 1e3 * (time.perf_counter() - t0 - window_s))}
+
+
+def summary(checks: list[dict]) -> dict:
+    """The JSON fields of a measurement from its settle checks (one before each share)."""
+    return {"settle_cpu_ms": max(c["cpu_ms"] for c in checks),
+            "settle_cpu_ms_first": max(c["first_cpu_ms"] for c in checks),
+            "settle_waited_ms": sum(c["waited_ms"] for c in checks),
+            "settled": all(c["settled"] for c in checks), "settle_checks": len(checks)}
