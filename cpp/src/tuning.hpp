@@ -77,6 +77,11 @@ constexpr Index kStreamedWeightBytes = Index(8) << 20;
 // H = 128 (1.00x) and 1024 (0.99x), and loses at H = 32 (0.78x), where the work split keeps
 // the call on one thread anyway.)
 constexpr Index kTeamUnitsPerThread = 16;
+// ... and at least this many multiply-adds of each step's product: a team of 16 on a step
+// of 0.8M (row 2, GRU H = 512, N = 1) ran 0.125 ms against 0.094 ms with 4 threads on the
+// 16-core machine (results/machine16-sweep-2026-11-22T2244.md), each thread's share of a
+// step there being 49K against 197K.
+constexpr Index kTeamStepWorkPerThread = Index(1) << 17;
 
 // ---- The forward step's product (driver/direction.hpp) --------------------------------
 // The forward packs Rᵀ into panels once per call when T·N reaches kPackWeightsRows and the

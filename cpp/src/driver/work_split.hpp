@@ -27,6 +27,15 @@ struct WorkSplit {
   int team = 1;             // team: each direction in turn shared by this many threads
 };
 
+// Threads that share each step of a direction: at most one per kTeamUnitsPerThread hidden
+// units and per kTeamStepWorkPerThread multiply-adds of the step's product.
+inline int team_size(const RNNShape& s, int recurrent_gates, int threads) {
+  const Index step_work = s.N * recurrent_gates * s.H * s.H;
+  return static_cast<int>(
+      std::max<Index>(1, std::min({Index(threads), s.H / tuning::kTeamUnitsPerThread,
+                                   step_work / tuning::kTeamStepWorkPerThread})));
+}
+
 inline SplitPath choose_split(const RNNShape& s, int recurrent_gates, Index scalar_bytes,
                               int threads) {
   const SplitPath forced = forced_paths().split;
@@ -40,8 +49,13 @@ inline SplitPath choose_split(const RNNShape& s, int recurrent_gates, Index scal
   const bool big_weights =
       recurrent_gates * s.H * s.H * scalar_bytes > tuning::kStreamedWeightBytes;
   const Index min_rows = tuning::kMinChunkRows;
-  if (s.D() == 1 && (s.N < 2 * min_rows || (big_weights && s.N <= 4 * min_rows))) {
-    return s.H / tuning::kTeamUnitsPerThread >= 2 ? SplitPath::team : SplitPath::serial;
+  const bool small_batch = s.N < 2 * min_rows || (big_weights && s.N <= 4 * min_rows);
+  // Row chunks that would leave threads idle (16 rows on 16 threads make 2 chunks): the
+  // threads share each step instead, when the step is large enough for a team.
+  const bool few_chunks = s.N / min_rows < threads;
+  if (s.D() == 1 && (small_batch || few_chunks)) {
+    if (team_size(s, recurrent_gates, threads) >= 2) return SplitPath::team;
+    return small_batch ? SplitPath::serial : SplitPath::rows;
   }
   return SplitPath::rows;
 }
@@ -53,9 +67,7 @@ inline WorkSplit split_work(const RNNShape& s, int recurrent_gates, Index scalar
   split.path = path;
   if (path == SplitPath::team) {
     const bool forced = forced_paths().split == SplitPath::team;
-    split.team =
-        forced ? threads
-               : static_cast<int>(std::min<Index>(threads, s.H / tuning::kTeamUnitsPerThread));
+    split.team = forced ? threads : team_size(s, recurrent_gates, threads);
     return split;
   }
   Index chunks = 1;
