@@ -6,7 +6,7 @@ from __future__ import annotations
 from report import ours as ours_entry
 from rows import BY_ID, Row
 
-LIBRARIES = ("rnngraph", "torch", "onnxruntime")
+LIBRARIES = ("rnngraph", "onnxruntime", "torch")  # PyTorch, the slowest under load, last
 DEFAULT_ENTRY = "rnngraph (default threads)"
 
 

@@ -2,6 +2,8 @@
 
 #include <atomic>
 
+#include "profile.hpp"
+
 namespace rnngraph {
 namespace {
 
@@ -22,5 +24,17 @@ ForcedPaths forced_paths() {
   p.split = static_cast<SplitPath>(split.load(std::memory_order_relaxed));
   return p;
 }
+
+std::vector<ProfileSection> profile_sections() {
+  const auto seconds = profile::seconds();
+  const auto entries = profile::entries();
+  std::vector<ProfileSection> out;
+  for (size_t i = 0; i < seconds.size(); ++i) {
+    out.push_back({profile::kSectionNames[i], seconds[i], entries[i]});
+  }
+  return out;
+}
+
+void reset_profile() { profile::reset(); }
 
 }  // namespace rnngraph

@@ -136,6 +136,12 @@ def _force_paths(*, product: str = "auto", tile: str = "auto", split: str = "aut
 def _forced_paths() -> dict[str, str]:
     """The paths _force_paths set: {'product', 'tile', 'split'}."""
 
+def _profile() -> dict[str, tuple[float, int]]:
+    """For measurements: {section: (seconds, entries)} since the last reset."""
+
+def _reset_profile() -> None:
+    """For measurements: zero the profile."""
+
 def _parallel_thresholds() -> list[tuple[str, int]]:
     """[(site, threshold)] of the work worth a second thread."""
 

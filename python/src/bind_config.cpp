@@ -77,6 +77,18 @@ void bind_paths(py::module_& m) {
         return d;
       },
       "The paths _force_paths set: {'product', 'tile', 'split'}.");
+  m.def(
+      "_profile",
+      [] {
+        py::dict d;
+        for (const auto& section : profile_sections()) {
+          d[py::str(section.name)] = py::make_tuple(section.seconds, section.entries);
+        }
+        return d;
+      },
+      "For measurements: {section: (seconds, entries)} of the recurrent ops since the last "
+      "reset (zeros unless RNNGRAPH_PROFILE was set at load).");
+  m.def("_reset_profile", &reset_profile, "For measurements: zero the profile.");
   m.def("_parallel_thresholds", &parallel_thresholds,
         "For measurements: [(site, threshold)] of the work worth a second thread.");
   m.def("_set_parallel_threshold", &set_parallel_threshold, py::arg("site"), py::arg("value"),

@@ -53,4 +53,15 @@ ForcedPaths forced_paths();
 std::vector<std::pair<std::string, Index>> parallel_thresholds();
 void set_parallel_threshold(const std::string& site, Index value);
 
+// Where the recurrent ops' time went since the last reset, for measurements only
+// (benchmarks/profile_rows.py): (section, seconds, entries) per section of cpp/src/profile.hpp,
+// all zeros unless RNNGRAPH_PROFILE was set when rnngraph loaded.
+struct ProfileSection {
+  std::string name;
+  double seconds = 0;
+  Index entries = 0;
+};
+std::vector<ProfileSection> profile_sections();
+void reset_profile();
+
 }  // namespace rnngraph

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "profile.hpp"
 #include "projection.hpp"
 #include "row_loops.hpp"
 #include "team_loops.hpp"
@@ -64,7 +65,10 @@ void recurrent_forward(const Cell& cell, const RNNShape& s, bool reverse, const 
   const bool into_gates = s.has_input_weight && a.zState;
   Buffer<S> projection(static_cast<size_t>(s.has_input_weight && !into_gates ? TN * DGH : 0));
   S* projection_out = into_gates ? a.zState : projection.data();
-  if (s.has_input_weight) detail::project_inputs(s, a, projection_out);
+  if (s.has_input_weight) {
+    const profile::Scope timed(profile::Section::projection);
+    detail::project_inputs(s, a, projection_out);
+  }
   const S* projected = s.has_input_weight ? projection_out : a.source;
 
   // Rᵀ [H, G·H] packed per direction for the steps' products: earlier (a.packed), or now.
@@ -83,6 +87,7 @@ void recurrent_forward(const Cell& cell, const RNNShape& s, bool reverse, const 
       dirs.back().weight_t_panels = &a.packed->recurrent_t[static_cast<size_t>(d)];
     } else if (pack) {
       auto& wt = weights_t[static_cast<size_t>(d)];
+      const profile::Scope timed(profile::Section::packing);
       pack_panels(dirs.back().recurrentWeight, 1, s.H, s.H, s.gates, s.H, wt);
       dirs.back().weight_t_panels = &wt;
     }
@@ -90,7 +95,9 @@ void recurrent_forward(const Cell& cell, const RNNShape& s, bool reverse, const 
   std::vector<detail::ForwardSequences<S>> seqs;
   for (int d = 0; d < s.D(); ++d)
     seqs.push_back(detail::forward_sequences<Cell>(s, a, d, projected));
-  const auto split = detail::split_work(s, cell.recurrent_gates(), sizeof(S));
+  const auto split =
+      detail::split_work(s, cell.recurrent_gates(), sizeof(S), cell.uses_dependent_product());
+  const profile::Scope timed(profile::Section::forward_loops);
   if (split.path == SplitPath::team) {
     for (int d = 0; d < s.D(); ++d) {
       const auto i = static_cast<size_t>(d);
@@ -143,29 +150,37 @@ void recurrent_gradients(const Cell& cell, const RNNShape& s, bool reverse,
   for (int d = 0; d < s.D(); ++d) {
     dirs.push_back(
         make_direction(s, reverse, d, a.recurrentWeight, a.peephole, a.secondaryBias, a.mask));
-    pack_panels(dirs.back().recurrentWeight, H, 1, GH, 1, H, weights[static_cast<size_t>(d)]);
+    {
+      const profile::Scope timed(profile::Section::packing);
+      pack_panels(dirs.back().recurrentWeight, H, 1, GH, 1, H, weights[static_cast<size_t>(d)]);
+    }
     dirs.back().weight_panels = &weights[static_cast<size_t>(d)];
+    const profile::Scope timed(profile::Section::backward_prepare);
     detail::prepare_direction(cell, s, a, dirs.back(), dxp_all, dq_all, states[d], hp_all[d],
                               hm_all[d]);
   }
 
-  const auto split = detail::split_work(s, cell.recurrent_gates(), sizeof(S));
-  if (split.path == SplitPath::team) {
-    for (size_t d = 0; d < D; ++d)
-      detail::backward_team(cell, s, a, dirs[d], states[d], split.team);
-  } else {
-    const auto parts = static_cast<Index>(split.parts.size());
-    parallel_for(
-        parts,
-        [&](Index i) {
-          const auto& part = split.parts[static_cast<size_t>(i)];
-          detail::backward_rows(cell, s, a, dirs[static_cast<size_t>(part.d)], part,
-                                states[static_cast<size_t>(part.d)]);
-        },
-        split.parallel);
+  const auto split =
+      detail::split_work(s, cell.recurrent_gates(), sizeof(S), cell.uses_dependent_product());
+  {
+    const profile::Scope timed(profile::Section::backward_loops);
+    if (split.path == SplitPath::team) {
+      for (size_t d = 0; d < D; ++d)
+        detail::backward_team(cell, s, a, dirs[d], states[d], split.team);
+    } else {
+      const auto parts = static_cast<Index>(split.parts.size());
+      parallel_for(
+          parts,
+          [&](Index i) {
+            const auto& part = split.parts[static_cast<size_t>(i)];
+            detail::backward_rows(cell, s, a, dirs[static_cast<size_t>(part.d)], part,
+                                  states[static_cast<size_t>(part.d)]);
+          },
+          split.parallel);
+    }
   }
-
   // Weight gradients after the loops, one GEMM each over all T·N rows.
+  const profile::Scope weights_timed(profile::Section::weight_gradients);
   for (int d = 0; d < s.D(); ++d) {
     auto& state = states[static_cast<size_t>(d)];
     // dR = Σ_t dQ_tᵀ·hm_t.

@@ -37,7 +37,7 @@ inline int team_size(const RNNShape& s, int recurrent_gates, int threads) {
 }
 
 inline SplitPath choose_split(const RNNShape& s, int recurrent_gates, Index scalar_bytes,
-                              int threads) {
+                              bool dependent_product, int threads) {
   const SplitPath forced = forced_paths().split;
   if (forced != SplitPath::automatic) return forced;
   const Index step_work = s.D() * s.N * recurrent_gates * s.H * s.H;
@@ -50,9 +50,14 @@ inline SplitPath choose_split(const RNNShape& s, int recurrent_gates, Index scal
       recurrent_gates * s.H * s.H * scalar_bytes > tuning::kStreamedWeightBytes;
   const Index min_rows = tuning::kMinChunkRows;
   const bool small_batch = s.N < 2 * min_rows || (big_weights && s.N <= 4 * min_rows);
-  // Row chunks that would leave threads idle (16 rows on 16 threads make 2 chunks): the
-  // threads share each step instead, when the step is large enough for a team.
-  const bool few_chunks = s.N / min_rows < threads;
+  // Row chunks that would leave threads idle (16 rows on 16 threads make 2 chunks): up to
+  // 32 rows, the threads share each step instead, when the step is large enough for a team
+  // and has no second product that waits for the first (GRU reset-before: its team runs
+  // that product a row at a time). 16-core machine, 16 threads: row 8 (N = 16) 22.8 ms as a
+  // team against 24.3 in 2 chunks, row 12 (N = 32) 33 against 38; but row 10 and 13
+  // (N = 64) 84 and 183 against 72 and 141 in 8 chunks, and row 15 (reset-before, N = 32)
+  // 53 against 43 (results/machine16-resweep-2026-11-22T2252.md against machine16-sweep).
+  const bool few_chunks = s.N / min_rows < threads && s.N <= 4 * min_rows && !dependent_product;
   if (s.D() == 1 && (small_batch || few_chunks)) {
     if (team_size(s, recurrent_gates, threads) >= 2) return SplitPath::team;
     return small_batch ? SplitPath::serial : SplitPath::rows;
@@ -60,9 +65,10 @@ inline SplitPath choose_split(const RNNShape& s, int recurrent_gates, Index scal
   return SplitPath::rows;
 }
 
-inline WorkSplit split_work(const RNNShape& s, int recurrent_gates, Index scalar_bytes) {
+inline WorkSplit split_work(const RNNShape& s, int recurrent_gates, Index scalar_bytes,
+                            bool dependent_product) {
   const int threads = get_num_threads();
-  const SplitPath path = choose_split(s, recurrent_gates, scalar_bytes, threads);
+  const SplitPath path = choose_split(s, recurrent_gates, scalar_bytes, dependent_product, threads);
   WorkSplit split;
   split.path = path;
   if (path == SplitPath::team) {

@@ -1,0 +1,65 @@
+"""Where each row's time goes: rnngraph's own sections (cpp/src/profile.hpp) per call.
+
+    python3 benchmarks/profile_rows.py [--rows 7,8,10,13] [--threads 16] [--reps 10] [--out F]
+
+Runs each row's step (ours.make_step) --reps times after a warm-up with RNNGRAPH_PROFILE set,
+and prints per call: the wall time, each section's time (projection, packing, forward loops,
+backward prepare, backward loops, weight gradients; summed over the calls the step makes)
+and what is left outside them (graph and Python overhead, outputs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+os.environ["RNNGRAPH_PROFILE"] = "1"  # read when the core loads
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import ours
+from rows import BY_ID
+
+import rnngraph
+from rnngraph._native import core
+
+
+def profile_row(row_id: int, reps: int) -> dict:
+    step = ours.make_step(BY_ID[row_id])
+    step()
+    step()
+    core._reset_profile()
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        step()
+    wall_ms = 1e3 * (time.perf_counter() - t0) / reps
+    sections = {name: 1e3 * seconds / reps for name, (seconds, _) in core._profile().items()}
+    return {"row": row_id, "wall_ms": wall_ms, "sections_ms": sections,
+            "outside_ms": wall_ms - sum(sections.values())}
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--rows", default="7,8,10,13")
+    p.add_argument("--threads", type=int, default=rnngraph.get_num_threads())
+    p.add_argument("--reps", type=int, default=10)
+    p.add_argument("--out", type=Path)
+    a = p.parse_args(argv)
+    rnngraph.set_num_threads(a.threads)
+    results = [profile_row(int(r), a.reps) for r in a.rows.split(",")]
+    names = list(results[0]["sections_ms"])
+    print(f"ms per call, {a.threads} threads")
+    print("| row | wall | " + " | ".join(names) + " | outside |")
+    print("|---" * (len(names) + 3) + "|")
+    for r in results:
+        cells = " | ".join(f"{r['sections_ms'][n]:.2f}" for n in names)
+        print(f"| {r['row']} | {r['wall_ms']:.2f} | {cells} | {r['outside_ms']:.2f} |")
+    if a.out:
+        a.out.write_text(json.dumps({"threads": a.threads, "results": results}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
