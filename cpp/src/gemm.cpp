@@ -4,6 +4,7 @@
 #include "simd.hpp"
 #include "rnngraph/memory.hpp"
 #include "tuning.hpp"
+#include "workspace.hpp"
 
 #include <pthread.h>
 #include <sys/mman.h>
@@ -220,23 +221,51 @@ template <class S>
 void gemm(Trans ta, Trans tb, Index m, Index n, Index k, S alpha, const S* a, Index lda, const S* b,
           Index ldb, S beta, S* c, Index ldc) {
   if (degenerate(m, n, k, beta, c, ldc)) return;
-  // The kernel is chosen for the whole product, and every block runs it: each element of C is
-  // then summed the same way however many threads share the product.
+  // The kernel is chosen for the whole product, and every block runs it; the blocks depend
+  // on the shape alone (tuning.hpp, kGemm*): each element of C is then summed the same way
+  // however many threads share the product.
   const ProductPath kernel = gemm_kernel(ta, tb, m, n, k, alpha == S(1));
   // Few rows (a forward step) or more columns than rows: cut the columns; else the rows.
   const bool by_columns = recurrent_shape(ta, tb, m, n, k) || n > m;
   const Index extent = by_columns ? n : m;
-  const Index blocks = m * n * k < tuning::parallel_threshold(tuning::ParallelSite::gemm)
-                           ? 1
-                           : std::clamp<Index>(extent / tuning::kGemmBlock, 1, tuning::kGemmBlocks);
-  parallel_for(blocks, [&](Index i) {
+  const bool large = m * n * k >= tuning::parallel_threshold(tuning::ParallelSite::gemm);
+  const Index blocks =
+      large ? std::clamp<Index>(extent / tuning::kGemmBlock, 1, tuning::kGemmBlocks) : 1;
+  // Too few blocks of C for the threads: the depth k is cut too (split-k). Part 0 of each
+  // block goes into C; part j > 0 into a buffer of its own, added to C after all parts in
+  // the order j = 1, 2, ... (a fixed order: the sums do not depend on the threads either).
+  const Index parts = large && blocks < tuning::kGemmTasks
+                          ? std::max<Index>(1, std::min((tuning::kGemmTasks + blocks - 1) / blocks,
+                                                        k / tuning::kGemmDepth))
+                          : 1;
+  Buffer<S> partials(static_cast<size_t>((parts - 1) * m * n));
+  parallel_for(blocks * parts, [&](Index task) {
+    const Index i = task / parts, j = task % parts;
     const Index lo = extent * i / blocks, hi = extent * (i + 1) / blocks;
+    const Index k0 = k * j / parts, kc = k * (j + 1) / parts - k0;
+    const S* ak = ta == Trans::no ? a + k0 : a + k0 * lda;  // op(A)[:, k0:]
+    const S* bk = tb == Trans::no ? b + k0 * ldb : b + k0;  // op(B)[k0:, :]
+    S* cj = j == 0 ? c : partials.data() + (j - 1) * m * n;
+    const Index ldcj = j == 0 ? ldc : n;
+    const S betaj = j == 0 ? beta : S(0);
     if (by_columns) {
-      const S* bj = tb == Trans::no ? b + lo : b + lo * ldb;
-      gemm_with(kernel, ta, tb, m, hi - lo, k, alpha, a, lda, bj, ldb, beta, c + lo, ldc);
+      const S* bj = tb == Trans::no ? bk + lo : bk + lo * ldb;
+      gemm_with(kernel, ta, tb, m, hi - lo, kc, alpha, ak, lda, bj, ldb, betaj, cj + lo, ldcj);
     } else {
-      const S* ai = ta == Trans::no ? a + lo * lda : a + lo;
-      gemm_with(kernel, ta, tb, hi - lo, n, k, alpha, ai, lda, b, ldb, beta, c + lo * ldc, ldc);
+      const S* ai = ta == Trans::no ? ak + lo * lda : ak + lo;
+      gemm_with(kernel, ta, tb, hi - lo, n, kc, alpha, ai, lda, bk, ldb, betaj, cj + lo * ldcj,
+                ldcj);
+    }
+  });
+  if (parts == 1) return;
+  const Index row_blocks = parallel_blocks(m * n * parts, tuning::ParallelSite::pass, m);
+  parallel_for(row_blocks, [&](Index r) {
+    for (Index row = m * r / row_blocks; row < m * (r + 1) / row_blocks; ++row) {
+      S* out = c + row * ldc;
+      for (Index j = 1; j < parts; ++j) {
+        const S* part = partials.data() + (j - 1) * m * n + row * n;
+        for (Index col = 0; col < n; ++col) out[col] += part[col];
+      }
     }
   });
 }

@@ -116,10 +116,17 @@ constexpr Index kDotMinSize = 1024;
 // (or columns) of C, at most kGemmBlocks of them: a partition that depends on the product's
 // shape alone, never on the thread count, because the BLAS picks its kernels by size (a
 // product cut differently would be summed differently). Each block repacks the other
-// operand, about 1/(2·kGemmBlock) of a copy per flop: a few per cent at 128. 32 blocks give
-// 16 threads two each.
+// operand, about 1/(2·kGemmBlock) of a copy per flop. 1 thread, 2-core machine, rows 7, 8
+// and 10 (train, where these products are half the time): 128 rows cost 4-12 % over one
+// uncut product, 256 rows 0-6 %.
 constexpr Index kGemmBlock = 256;
 constexpr Index kGemmBlocks = 32;
+// Fewer blocks than kGemmTasks (a thin C, a deep k: the weight gradients of a small batch,
+// dx = dx'·W) cut k too, into parts at least kGemmDepth deep whose sums are added in a fixed
+// order. 16-core machine, 16 threads: row 8's weight gradients took 11.6 ms of 20.2 with
+// dx cut into only 2 blocks (machine16-profile-16threads-2026-11-22T2318).
+constexpr Index kGemmTasks = 16;
+constexpr Index kGemmDepth = 256;
 
 // ---- Packed-panel tiles (packed_gemm.cpp) ---------------------------------------------
 // Up to this many rows, tiles of three panels (the "few rows" regime): enough independent
