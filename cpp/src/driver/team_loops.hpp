@@ -25,14 +25,6 @@ struct SlotScratch {
   std::vector<S> data_;
 };
 
-// The panels of an item for `units` panels shared by `team` threads: k items per slot,
-// each at most six panels.
-inline Index panels_per_item(Index units, int team) {
-  const Index per_slot = std::max<Index>(1, units / team);
-  const Index items_per_slot = (per_slot + 5) / 6;
-  return std::max<Index>(1, (units + team * items_per_slot - 1) / (team * items_per_slot));
-}
-
 // One direction shared by `team` threads. Phase 0 masks the initial state; then step k is
 // phase 2k + 1, the gate columns of Q = hm·Rᵀ in units (Direction::times_units_t: panels of
 // the packed Rᵀ, or runs of 16 columns of R), and phase 2k + 2, the element-wise step of the
@@ -46,11 +38,9 @@ void forward_team(const Cell& cell, const RNNShape& s, const ForwardArgs<S>& a,
   SlotScratch<S> scratch(team, 2 * N * H);
 
   const Index units = cell.recurrent_gates() * dir.units_per_gate();
-  // An item is a run of panels (up to six: the few-row tile takes three at a time, the
-  // some-row tile two), sized so that every slot owns whole items and the same number of
-  // them; unpacked, a run of 16 columns of R. Fewer items than slots would leave threads
-  // stealing from the owners each step (16 threads on H = 256: 6 items of six panels).
-  const Index unit_step = dir.weight_t_panels ? panels_per_item(units, team) : 16;
+  // An item is six panels (the few-row tile takes three at a time, the some-row tile two),
+  // or a run of 16 columns of R.
+  const Index unit_step = dir.weight_t_panels ? 6 : 16;
   const Index unit_items = (units + unit_step - 1) / unit_step;
 
   // The previous state as a step reads it: masked (a buffer), or the state itself.
