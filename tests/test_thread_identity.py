@@ -3,6 +3,8 @@ into pieces that do not depend on how many threads claim them, and no piece's ar
 depends on which thread runs it. Counts above the machine's cores (oversubscription) are
 fine for checking this."""
 
+import ctypes
+
 import numpy as np
 import pytest
 
@@ -42,3 +44,25 @@ def test_every_thread_count_gives_the_same_bits(case, rng):
             mine = out[name] if name in out else grads[name]
             theirs = out1[name] if name in out1 else grads1[name]
             assert np.array_equal(mine, theirs), f"{case.id}: {name} differs at {n} threads"
+
+
+def test_the_callers_rounding_mode_applies_to_every_thread(rng):
+    """Workers run under the calling thread's floating-point state: with rounding upward
+    set by the caller, any thread count still gives the same bits (and not the bits of
+    rounding to nearest)."""
+    libc = ctypes.CDLL(None)
+    fe_upward = 0x800  # x86-64 glibc's FE_UPWARD
+    case = CASES[3]  # a team shares each step
+    x = draw_inputs(case, rng, scale=0.3)
+    with blas_threads(4):  # the workers start (or run) under rounding to nearest
+        nearest = forward(case, x)["h"]
+    assert libc.fesetround(fe_upward) == 0
+    try:
+        results = {}
+        for n in (1, 4):
+            with blas_threads(n):
+                results[n] = forward(case, x)["h"]
+    finally:
+        libc.fesetround(0)  # FE_TONEAREST
+    assert np.array_equal(results[4], results[1])
+    assert not np.array_equal(results[1], nearest), "rounding upward changed nothing"

@@ -20,7 +20,9 @@ constexpr Index back_of(std::uint64_t v) { return static_cast<Index>(v & 0xFFFF)
 }  // namespace
 
 Job::Job(JobWork work)
-    : work_(std::move(work)), shares_(static_cast<size_t>(std::max(1, work_.team))) {
+    : work_(std::move(work)),
+      shares_(static_cast<size_t>(std::max(1, work_.team))),
+      float_state_(job_float_state()) {
   if (work_.phases < 0 || work_.phases >= Index(UINT32_MAX))
     throw std::length_error("parallel job: too many phases");
   open_phase(0);
@@ -94,12 +96,28 @@ bool Job::claim(int slot, std::uint32_t phase, Index& first, Index& last) {
   }
 }
 
+void Job::record_error() {
+  std::lock_guard<std::mutex> lock(error_mutex_);
+  if (!error_) error_ = std::current_exception();
+  failed_.store(true, std::memory_order_relaxed);
+}
+
+// The thread that finished a phase's last item opens the next one. If that throws (a phase
+// too large, items() failing), the job ends there: the error is kept for the caller, and the
+// final phase is published so that no thread waits for a phase that will never open.
 void Job::finish_items(std::uint32_t phase, Index count) {
-  if (remaining_.fetch_sub(count, std::memory_order_acq_rel) == count) open_phase(Index(phase) + 1);
+  if (remaining_.fetch_sub(count, std::memory_order_acq_rel) != count) return;
+  try {
+    open_phase(Index(phase) + 1);
+  } catch (...) {
+    record_error();
+    phase_.store_and_wake(static_cast<std::uint32_t>(work_.phases));
+  }
 }
 
 void Job::work(int slot) {
-  const ThreadState state;  // denormals flushed; nested parallel sections run here
+  // The caller's floating-point state (denormals flushed); nested parallel sections run here.
+  const ThreadState state(float_state_);
   for (;;) {
     const std::uint32_t phase = phase_.load();
     if (Index(phase) >= work_.phases) return;
@@ -109,9 +127,7 @@ void Job::work(int slot) {
         try {
           work_.run(phase, first, last, slot);
         } catch (...) {
-          std::lock_guard<std::mutex> lock(error_mutex_);
-          if (!error_) error_ = std::current_exception();
-          failed_.store(true, std::memory_order_relaxed);
+          record_error();
         }
       }
       finish_items(phase, last - first);
@@ -136,8 +152,12 @@ void run_job(JobWork work) {
   auto job = std::make_shared<Job>(std::move(work));
   WorkerPool& pool = WorkerPool::instance();
   pool.offer(job, helpers);
+  struct Withdraw {  // even if work(0) throws
+    WorkerPool& pool;
+    const Job* job;
+    ~Withdraw() { pool.withdraw(job); }
+  } withdraw{pool, job.get()};
   job->work(0);
-  pool.withdraw(job.get());
   job->rethrow_first_error();
 }
 

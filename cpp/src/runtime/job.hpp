@@ -63,6 +63,7 @@ class Job {
   static bool take(Share& share, std::uint32_t phase, bool from_back, Index& first, Index& last);
   void open_phase(Index phase);
   void finish_items(std::uint32_t phase, Index count);
+  void record_error();
 
   JobWork work_;
   std::vector<Share> shares_;
@@ -70,6 +71,7 @@ class Job {
   alignas(64) std::atomic<Index> remaining_{0};  // unfinished items of the current phase
   alignas(64) std::atomic<int> joined_{1};
   std::atomic<bool> failed_{false};
+  unsigned float_state_;  // the caller's (thread_state.hpp), for every thread of the job
   std::mutex error_mutex_;
   std::exception_ptr error_;
 };

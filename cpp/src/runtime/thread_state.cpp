@@ -17,11 +17,24 @@ ParallelPartScope::~ParallelPartScope() { parallel_part = saved_; }
 
 #ifdef RNNGRAPH_X86
 // MXCSR bits: FTZ (flush-to-zero, 0x8000) and DAZ (denormals-are-zero, 0x0040).
-FlushDenormals::FlushDenormals() : saved_(_mm_getcsr()) { _mm_setcsr(saved_ | 0x8040u); }
+constexpr unsigned kFlushBits = 0x8040u;
+FlushDenormals::FlushDenormals() : saved_(_mm_getcsr()) { _mm_setcsr(saved_ | kFlushBits); }
 FlushDenormals::~FlushDenormals() { _mm_setcsr(saved_); }
+namespace runtime {
+unsigned job_float_state() { return _mm_getcsr() | kFlushBits; }
+ThreadState::ThreadState(unsigned float_state) : saved_float_state_(_mm_getcsr()) {
+  _mm_setcsr(float_state);
+}
+ThreadState::~ThreadState() { _mm_setcsr(saved_float_state_); }
+}  // namespace runtime
 #else
 FlushDenormals::FlushDenormals() {}
 FlushDenormals::~FlushDenormals() {}
+namespace runtime {
+unsigned job_float_state() { return 0; }
+ThreadState::ThreadState(unsigned) : saved_float_state_(0) {}
+ThreadState::~ThreadState() {}
+}  // namespace runtime
 #endif
 
 }  // namespace rnngraph

@@ -34,10 +34,23 @@ class ParallelPartScope {
 };
 
 namespace runtime {
-// Both, for a thread taking part in a job.
-struct ThreadState {
-  FlushDenormals flush;
-  ParallelPartScope part;
+// The calling thread's floating-point control state (MXCSR on x86: rounding mode, FTZ/DAZ)
+// with denormals flushed, for the threads of a job to run under the same state as the
+// caller: a rounding mode the caller chose applies to every item, whoever runs it.
+unsigned job_float_state();
+
+// For a thread taking part in a job: the caller's floating-point state, and the mark of a
+// parallel part, while alive.
+class ThreadState {
+ public:
+  explicit ThreadState(unsigned float_state);
+  ~ThreadState();
+  ThreadState(const ThreadState&) = delete;
+  ThreadState& operator=(const ThreadState&) = delete;
+
+ private:
+  unsigned saved_float_state_;
+  ParallelPartScope part_;
 };
 }  // namespace runtime
 
