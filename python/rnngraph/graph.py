@@ -40,6 +40,20 @@ class Operation:
         return f"Operation({self.kind!r}, name={self.name!r})"
 
 
+def _real_array(value: ArrayLike, where: str) -> NDArray[Any]:
+    """``value`` as an array of real numbers (no copy when it is one), its errors naming
+    ``where``: a symbolic Tensor, ragged nested lists or a non-numeric dtype are refused."""
+    if isinstance(value, Tensor):
+        raise TypeError(f"{where}: expected an array, got a symbolic Tensor")
+    try:
+        array = np.asarray(value)
+    except ValueError as error:  # ragged nested lists
+        raise ValueError(f"{where}: not a rectangular array ({error})") from None
+    if array.dtype.kind not in "fiu":
+        raise TypeError(f"{where}: expected real numbers, got dtype {array.dtype}")
+    return array
+
+
 def _feed_array(tensor: Tensor, value: ArrayLike) -> NDArray[Any]:
     """Convert a feed to the placeholder's dtype and check its shape; never reinterpret bytes.
 
@@ -53,14 +67,7 @@ def _feed_array(tensor: Tensor, value: ArrayLike) -> NDArray[Any]:
             and value.flags.c_contiguous and value.flags.aligned):
         return value  # the common case: already what the op needs
     where = f"run: feed for {tensor.name!r}"
-    if isinstance(value, Tensor):
-        raise TypeError(f"{where}: expected an array, got a symbolic Tensor")
-    try:
-        array = np.asarray(value)
-    except ValueError as error:  # ragged nested lists
-        raise ValueError(f"{where}: not a rectangular array ({error})") from None
-    if array.dtype.kind not in "fiu":
-        raise TypeError(f"{where}: expected real numbers, got dtype {array.dtype}")
+    array = _real_array(value, where)
     if array.ndim != len(tensor.shape) or any(
         d is not None and d != a for d, a in zip(tensor.shape, array.shape)
     ):
@@ -171,14 +178,7 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps):
                   where: str) -> Tensor:
         """``constant``, its errors naming ``where`` (``constant``, or the op and label of
         an array given as an op's input)."""
-        if isinstance(value, Tensor):
-            raise TypeError(f"{where}: value: expected array data, got a symbolic Tensor")
-        try:
-            array = np.asarray(value)
-        except ValueError as error:  # ragged nested lists
-            raise ValueError(f"{where}: value: not a rectangular array ({error})") from None
-        if array.dtype.kind not in "fiu":
-            raise TypeError(f"{where}: value: expected real numbers, got dtype {array.dtype}")
+        array = _real_array(value, f"{where}: value")
         if dataType is None:
             dataType = DataType.float64 if array.dtype == np.float64 else DataType.float32
         dtype = as_data_type(dataType, f"{where}: dataType")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import weakref
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from rnngraph.dtypes import DataType
 
@@ -13,6 +13,8 @@ if TYPE_CHECKING:
     from rnngraph._typing import Shape
     from rnngraph.graph import Graph, Operation
 
+
+_T = TypeVar("_T")
 
 class Tensor:
     """A value in a Graph. ``shape`` holds ``None`` for dimensions known only at run time.
@@ -44,18 +46,18 @@ class Tensor:
     @property
     def graph(self) -> Graph:
         """The Graph the tensor belongs to."""
-        graph = self._graph()
-        if graph is None:
-            raise ReferenceError(self._deleted())
-        return graph
+        return self._alive(self._graph())
 
     @property
     def op(self) -> Operation:
         """The op that produces it."""
-        op = self._op()
-        if op is None:
+        return self._alive(self._op())
+
+    def _alive(self, target: _T | None) -> _T:
+        """A weakly held Graph or Operation, or a ReferenceError once it is gone."""
+        if target is None:
             raise ReferenceError(self._deleted())
-        return op
+        return target
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Tensor:
         """Copied with its Graph (see ``Graph.__deepcopy__``), referring to the copies."""
