@@ -1,5 +1,6 @@
 #include "gemm.hpp"
 
+#include "arrays.hpp"
 #include "parallel.hpp"
 #include "simd.hpp"
 #include "rnngraph/memory.hpp"
@@ -260,13 +261,10 @@ void gemm(Trans ta, Trans tb, Index m, Index n, Index k, S alpha, const S* a, In
   if (parts == 1) return;
   const Index row_blocks = parallel_blocks(m * n * parts, tuning::ParallelSite::pass, m);
   parallel_for(row_blocks, [&](Index r) {
-    for (Index row = m * r / row_blocks; row < m * (r + 1) / row_blocks; ++row) {
-      S* out = c + row * ldc;
-      for (Index j = 1; j < parts; ++j) {
-        const S* part = partials.data() + (j - 1) * m * n + row * n;
-        for (Index col = 0; col < n; ++col) out[col] += part[col];
-      }
-    }
+    const Index r0 = m * r / row_blocks, rows = m * (r + 1) / row_blocks - r0;
+    for (Index j = 1; j < parts; ++j)
+      block(c + r0 * ldc, rows, n, ldc) +=
+          cblock(partials.data() + (j - 1) * m * n + r0 * n, rows, n, n);
   });
 }
 

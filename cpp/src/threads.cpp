@@ -1,17 +1,13 @@
 // How many threads rnngraph's kernels use: by default the CPUs this process may run on.
 #include <algorithm>
-#include <cmath>
-#include <cstdlib>
-#include <fstream>
 #include <mutex>
-#include <sched.h>
+#include <pthread.h>
 #include <stdexcept>
 #include <string>
 
 #include <cblas.h>
 
 #include "rnngraph/threads.hpp"
-#include "runtime/cpu_budget.hpp"
 
 #ifdef RNNGRAPH_SCIPY_OPENBLAS
 #define RNNGRAPH_OPENBLAS(name) scipy_openblas_##name
@@ -28,7 +24,7 @@ std::mutex thread_mutex;
 int requested_threads = -1;  // rnngraph's threads; OpenBLAS's own pool is kept at 1
 
 int requested_locked() {
-  if (requested_threads < 0) requested_threads = runtime::default_threads();
+  if (requested_threads < 0) requested_threads = default_num_threads();
   // The BLAS is kept single-threaded (this OpenBLAS copy is private to rnngraph, and runs
   // inside rnngraph's threads); checked on every call, since OpenBLAS resets its count in a
   // forked child.
@@ -65,8 +61,6 @@ int get_num_threads() {
   std::lock_guard<std::mutex> lock(thread_mutex);
   return requested_locked();
 }
-
-int default_num_threads() { return runtime::default_threads(); }
 
 }  // namespace rnngraph
 

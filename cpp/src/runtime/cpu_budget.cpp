@@ -1,17 +1,18 @@
-#include "runtime/cpu_budget.hpp"
-
+// The CPUs this process may actually use: rnngraph's default thread count
+// (rnngraph/threads.hpp: default_num_threads, cpu_budget).
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <sched.h>
-#include <sstream>
 #include <string>
 #include <thread>
 
-namespace rnngraph::runtime {
+#include "rnngraph/threads.hpp"
 
-namespace detail {
+namespace rnngraph {
+
+namespace {
 
 int affinity_cpus() {
 #if defined(__linux__)
@@ -50,25 +51,17 @@ int environment_threads() {
   return end != text && *end == '\0' && n >= 1 && n <= 4096 ? static_cast<int>(n) : 0;
 }
 
-}  // namespace detail
-
-}  // namespace rnngraph::runtime
-
-namespace rnngraph {
+}  // namespace
 
 CpuBudget cpu_budget() {
   CpuBudget b;
-  b.affinity = runtime::detail::affinity_cpus();
-  b.quota = runtime::detail::cgroup_quota();
-  b.environment = runtime::detail::environment_threads();
+  b.affinity = affinity_cpus();
+  b.quota = cgroup_quota();
+  b.environment = environment_threads();
   return b;
 }
 
-}  // namespace rnngraph
-
-namespace rnngraph::runtime {
-
-int default_threads() {
+int default_num_threads() {
   const CpuBudget b = cpu_budget();
   if (b.environment > 0) return b.environment;
   int n = std::max(1, b.affinity);
@@ -76,4 +69,4 @@ int default_threads() {
   return n;
 }
 
-}  // namespace rnngraph::runtime
+}  // namespace rnngraph
