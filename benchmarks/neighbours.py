@@ -25,10 +25,32 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 
+def other_pools(threads: int):
+    """A call that runs PyTorch (a matmul), ONNX Runtime (an LSTM session) and NumPy's
+    OpenBLAS (a matmul), each on ``threads`` threads, back to back."""
+    import numpy as np
+    import peers
+    import threadpoolctl
+    import torch
+    from rows import BY_ID
+
+    torch.set_num_threads(threads)
+    threadpoolctl.threadpool_limits(threads, user_api="blas")
+    a = torch.randn(512, 512)
+    m = np.random.default_rng(0).standard_normal((512, 512))
+    ort_run = peers.ort_step(BY_ID[4], threads)  # an LSTM inference session
+
+    def run() -> None:
+        torch.mm(a, a)
+        ort_run()
+        m @ m
+
+    return run
+
+
 def measure(mode: str, row_id: int, threads: int, reps: int) -> float:
     """Median ms of rnngraph's step in this process (``mode`` quiet or after)."""
     sys.path.insert(0, str(HERE))
-    import numpy as np
     import ours
     from rows import BY_ID
 
@@ -37,24 +59,7 @@ def measure(mode: str, row_id: int, threads: int, reps: int) -> float:
     rnngraph.set_num_threads(threads)
     row = BY_ID[row_id]
     step = ours.make_step(row)
-    neighbours = lambda: None
-    if mode == "after":
-        import peers
-        import threadpoolctl
-        import torch
-
-        torch.set_num_threads(threads)
-        threadpoolctl.threadpool_limits(threads, user_api="blas")
-        a = torch.randn(512, 512)
-        m = np.random.default_rng(0).standard_normal((512, 512))
-        ort_row = BY_ID[4]  # an LSTM inference session of ONNX Runtime
-        ort_run = peers.ort_step(ort_row, threads)
-
-        def neighbours():
-            torch.mm(a, a)
-            ort_run()
-            m @ m
-
+    neighbours = other_pools(threads) if mode == "after" else (lambda: None)
     for _ in range(3):
         neighbours()
         step()
