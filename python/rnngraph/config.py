@@ -5,6 +5,9 @@ from __future__ import annotations
 from rnngraph._native import core as _core
 from rnngraph._native import supported_levels
 
+_chosen = False  # set_num_threads was called (see num_threads_chosen)
+_environment: bool | None = None  # RNNGRAPH_NUM_THREADS is set (read once, as the core does)
+
 # Cores of OpenBLAS's DYNAMIC_ARCH build that run AVX-512 kernels.
 AVX512_CORES = ("SkylakeX", "Cooperlake", "SapphireRapids")
 
@@ -46,7 +49,18 @@ def set_num_threads(n: int) -> None:
         raise TypeError(f"set_num_threads: expected an int, got {n!r}")
     if n < 1:
         raise ValueError(f"set_num_threads: expected n >= 1, got {n}")
+    global _chosen
+    _chosen = True
     _core.set_num_threads(n)
+
+
+def num_threads_chosen() -> bool:
+    """Whether the user chose rnngraph's thread count: ``set_num_threads`` was called or
+    ``RNNGRAPH_NUM_THREADS`` is set. (The PyTorch adapter otherwise follows torch's count.)"""
+    global _environment
+    if _environment is None:
+        _environment = bool(_core.cpu_budget()["environment"])
+    return _chosen or _environment
 
 
 def get_num_threads() -> int:

@@ -1,0 +1,43 @@
+"""Tensors across the torch/NumPy boundary without copies: a contiguous CPU tensor is read
+through a NumPy view of its memory (``Tensor.numpy()``), and rnngraph's results become
+tensors over the arrays the core wrote (``torch.from_numpy``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+FLOATS = (torch.float32, torch.float64)
+
+
+def check_tensor(where: str, tensor: object, dtype: torch.dtype | None = None) -> torch.Tensor:
+    """``tensor`` if it is a dense CPU tensor of float32 or float64 (of ``dtype`` if given);
+    else a TypeError or ValueError naming ``where``."""
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError(f"{where}: expected a torch.Tensor, got {type(tensor).__name__}")
+    if tensor.device.type != "cpu":
+        raise ValueError(f"{where}: expected a CPU tensor, got one on device {tensor.device} "
+                         "(rnngraph computes on the CPU: move it with .cpu())")
+    if tensor.layout != torch.strided:
+        raise TypeError(f"{where}: expected a dense (strided) tensor, got layout {tensor.layout}")
+    if tensor.dtype not in FLOATS:
+        raise TypeError(f"{where}: expected torch.float32 or torch.float64, got {tensor.dtype}")
+    if dtype is not None and tensor.dtype != dtype:
+        raise TypeError(f"{where}: expected {dtype} like the other inputs, got {tensor.dtype}")
+    return tensor
+
+
+def as_array(where: str, tensor: torch.Tensor, dtype: torch.dtype) -> NDArray[Any]:
+    """A NumPy view of ``tensor``'s memory (a non-contiguous tensor is copied first)."""
+    check_tensor(where, tensor, dtype)
+    dense = tensor.detach().resolve_neg().contiguous()
+    return dense.numpy()
+
+
+def as_tensor(array: NDArray[Any]) -> torch.Tensor:
+    """A tensor over ``array``'s memory."""
+    return torch.from_numpy(array)

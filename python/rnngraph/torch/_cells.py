@@ -1,0 +1,97 @@
+"""The three cells as the PyTorch adapter sees them: each op's inputs (the Swift labels, in
+Swift order, read from ``rnngraph.Graph``'s methods so that both surfaces always agree), the
+descriptor options that change the math, and the op's outputs."""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from rnngraph.graph import Graph
+from rnngraph.ops.gru import GRU_CELL
+from rnngraph.ops.lstm import LSTM_CELL
+from rnngraph.ops.single_gate_rnn import SINGLE_GATE_RNN
+
+if TYPE_CHECKING:
+    from rnngraph.descriptors import _Descriptor
+    from rnngraph.ops.recurrent import CellSpec
+
+# Graph method parameters that are not tensors.
+_NOT_INPUTS = ("self", "descriptor", "name")
+# The forward op's saved tensors that its gradient op reads (SPEC.md section 6).
+_SAVED = {"outputFwd": "h", "cellOutputFwd": "cellSequence", "zState": "zState"}
+
+
+def _labels(method: str) -> tuple[str, ...]:
+    parameters = inspect.signature(getattr(Graph, method)).parameters
+    return tuple(name for name in parameters if name not in _NOT_INPUTS)
+
+
+@dataclass(frozen=True)
+class TorchCell:
+    """One cell's ops for torch: ``torch.ops.rnngraph.<op>`` and ``<op>_gradients``."""
+
+    spec: CellSpec
+    op: str  # the torch op's name, e.g. "lstm"
+
+    @property
+    def forward_inputs(self) -> tuple[str, ...]:
+        """The forward op's tensor inputs, e.g. source, recurrentWeight, inputWeight, ..."""
+        return _labels(self.spec.name)
+
+    @property
+    def gradient_inputs(self) -> tuple[str, ...]:
+        """The gradient op's tensor inputs, e.g. source, recurrentWeight, sourceGradient, ..."""
+        return _labels(self.spec.gradient_name)
+
+    @property
+    def required(self) -> tuple[str, ...]:
+        """Inputs every call gives (the others are optional, None when absent)."""
+        return ("source", "recurrentWeight", "sourceGradient", "zState",
+                *self.spec.gradient_required)
+
+    @property
+    def options(self) -> tuple[tuple[str, bool | int], ...]:
+        """``(name, default)`` of the descriptor properties that change the math: flags
+        (bool) and activations (RNNActivation's raw value), in the descriptor's order."""
+        descriptor: _Descriptor = self.spec.descriptor_type()
+        values = descriptor.as_dict()
+        return tuple((name, value) for name, value in values.items()
+                     if name not in self.spec.forward_only_flags)
+
+    @property
+    def final_states(self) -> tuple[str, ...]:
+        """The forward op's final-state outputs: ``state`` (h at each direction's last
+        processed step), and ``cell`` for the LSTM."""
+        return ("state", "cell") if self.has_cell else ("state",)
+
+    @property
+    def has_cell(self) -> bool:
+        return self.spec is LSTM_CELL
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        """The forward op's outputs: h, the final states, then what the gradient op reads
+        (the LSTM's cell sequence, zState)."""
+        saved = ("cellSequence", "zState") if self.has_cell else ("zState",)
+        return ("h", *self.final_states, *saved)
+
+    @property
+    def saved_outputs(self) -> dict[str, str]:
+        """{gradient op input: forward op output} for the saved tensors it reads."""
+        return {label: _SAVED[label] for label in self.gradient_inputs if label in _SAVED}
+
+    def descriptor_options(self, descriptor: Any) -> dict[str, bool | int]:
+        """The options of an rnngraph descriptor of this cell, as the op's arguments."""
+        if not isinstance(descriptor, self.spec.descriptor_type):
+            raise TypeError(f"descriptor: expected rnngraph.{self.spec.descriptor_type.__name__}"
+                            f", got {type(descriptor).__name__}")
+        values = descriptor.as_dict()
+        return {name: values[name] for name, _ in self.options}
+
+
+SINGLE_GATE = TorchCell(SINGLE_GATE_RNN, "single_gate_rnn")
+LSTM = TorchCell(LSTM_CELL, "lstm")
+GRU = TorchCell(GRU_CELL, "gru")
+CELLS = (SINGLE_GATE, LSTM, GRU)

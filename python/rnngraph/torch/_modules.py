@@ -1,0 +1,241 @@
+"""``rnngraph.torch.SingleGateRNN``, ``LSTM`` and ``GRU``: drop-ins for a single-layer,
+time-major ``torch.nn.RNN``/``LSTM``/``GRU`` that run rnngraph's cells through
+``torch.ops.rnngraph.*`` (so autograd, ``torch.compile`` and ``torch.export`` see one op).
+
+Parameters are named after the Swift labels and laid out as in SPEC.md section 1:
+``inputWeight`` ``[D·G·H, I]``, ``recurrentWeight`` ``[G·H, H]`` (``[2, G·H, H]``
+bidirectional), ``bias`` ``[D·G·H]``, the LSTM's ``peephole`` ``[4H]`` (``[2, 4H]``) and a
+resetAfter GRU's ``secondaryBias`` ``[D·H]``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import torch
+from torch import nn
+
+from rnngraph.descriptors import GRUDescriptor, LSTMDescriptor, SingleGateRNNDescriptor
+from rnngraph.torch import _cells, _convert
+from rnngraph.torch._arrays import check_tensor
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+    from rnngraph.descriptors import _Descriptor
+
+State = torch.Tensor | tuple[torch.Tensor, torch.Tensor]
+
+
+class _RecurrentModule(nn.Module):
+    """What the three modules share; each adds its cell and its extra parameters."""
+
+    _cell: ClassVar[_cells.TorchCell]
+    # The parameters (SPEC.md section 1 layouts); None where the module has none.
+    inputWeight: nn.Parameter | None
+    recurrentWeight: nn.Parameter
+    bias: nn.Parameter | None
+
+    def __init__(self, input_size: int | None, hidden_size: int, *, bias: bool = True,
+                 descriptor: _Descriptor | None = None, dtype: torch.dtype | None = None,
+                 device: torch.device | str | None = None, batch_first: bool = False,
+                 extra: tuple[str, ...] = ()) -> None:
+        super().__init__()
+        where = f"rnngraph.torch.{type(self).__name__}"
+        if batch_first:
+            raise ValueError(f"{where}: batch_first: rnngraph's cells are time-major; pass "
+                             "[T, N, I] input (input.transpose(0, 1) of a batch-first one)")
+        if device is not None and torch.device(device).type != "cpu":
+            raise ValueError(f"{where}: device: rnngraph computes on the CPU, got {device}")
+        for name, size in (("input_size", input_size), ("hidden_size", hidden_size)):
+            if size is None and name == "input_size":
+                continue
+            if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+                raise ValueError(f"{where}: {name}: expected a positive int, got {size!r}")
+        descriptor = self._cell.spec.descriptor_type() if descriptor is None else descriptor
+        self._options = self._cell.descriptor_options(descriptor)  # (checks its type)
+        self._descriptor = descriptor.copy()
+        self.input_size, self.hidden_size = input_size, hidden_size
+        dtype = torch.get_default_dtype() if dtype is None else dtype
+        if dtype not in (torch.float32, torch.float64):
+            raise TypeError(f"{where}: dtype: expected torch.float32 or torch.float64, "
+                            f"got {dtype}")
+        for name, shape in self._parameter_shapes(bias, extra).items():
+            parameter = None if shape is None else nn.Parameter(torch.empty(shape, dtype=dtype))
+            self.register_parameter(name, parameter)
+        self.reset_parameters()
+
+    # --- layout ------------------------------------------------------------------------
+
+    @property
+    def num_directions(self) -> int:
+        return 2 if self._options["bidirectional"] else 1
+
+    @property
+    def descriptor(self) -> _Descriptor:
+        """A copy of the module's descriptor (the module keeps its own)."""
+        return self._descriptor.copy()
+
+    def _parameter_shapes(self, bias: bool,
+                          extra: tuple[str, ...]) -> dict[str, tuple[int, ...] | None]:
+        G, H, D = self._cell.spec.gates, self.hidden_size, self.num_directions
+        shapes: dict[str, tuple[int, ...] | None] = {
+            "inputWeight": None if self.input_size is None else (D * G * H, self.input_size),
+            "recurrentWeight": (2, G * H, H) if D == 2 else (G * H, H),
+            "bias": (D * G * H,) if bias else None,
+        }
+        if "peephole" in extra:
+            shapes["peephole"] = (2, 4 * H) if D == 2 else (4 * H,)
+        if "secondaryBias" in extra:
+            shapes["secondaryBias"] = (D * H,)
+        return shapes
+
+    def reset_parameters(self) -> None:
+        """Every parameter uniform in ±1/√H, as torch.nn's recurrent layers."""
+        bound = 1.0 / math.sqrt(self.hidden_size)
+        for parameter in self.parameters():
+            nn.init.uniform_(parameter, -bound, bound)
+
+    def _op_inputs(self) -> dict[str, torch.Tensor | None]:
+        return {label: getattr(self, label, None) for label in self._cell.forward_inputs
+                if label not in ("source", "initState", "initCell", "mask")}
+
+    # --- forward -------------------------------------------------------------------------
+
+    def forward(self, input: torch.Tensor, hx: State | None = None,
+                mask: torch.Tensor | None = None) -> tuple[torch.Tensor, State]:
+        """``input`` ``[T, N, I]`` (or unbatched ``[T, I]``); without inputWeight the
+        projected ``[T, N, D·G·H]``. ``hx``: h0 ``[D, N, H]`` (LSTM: ``(h0, c0)``), or None
+        for zeros. ``mask``: broadcastable to ``[T, N, D·H]`` (SPEC.md section 5: it
+        multiplies the previous state inside the recurrent products), float or bool.
+
+        Returns ``(output, h_n)`` (LSTM: ``(output, (h_n, c_n))``): output ``[T, N, D·H]``,
+        h_n and c_n ``[D, N, H]``, as torch.nn returns them."""
+        where = f"rnngraph.torch.{type(self).__name__}"
+        dtype = self.recurrentWeight.dtype
+        check_tensor(f"{where}: input", input, dtype)
+        unbatched = input.dim() == 2
+        source = input.unsqueeze(1) if unbatched else input
+        G, H, D = self._cell.spec.gates, self.hidden_size, self.num_directions
+        features = D * G * H if self.input_size is None else self.input_size
+        if source.dim() != 3 or source.shape[2] != features:
+            raise ValueError(f"{where}: input: expected time-major [T, N, {features}] (or "
+                             f"unbatched [T, {features}]), got shape {list(input.shape)}")
+        N = source.shape[1]
+        states = self._initial_states(where, hx, N, unbatched, dtype)
+        inputs: dict[str, Any] = {"source": source, **self._op_inputs(), **states,
+                                  "mask": self._mask(where, mask, dtype)}
+        needs_grad = torch.is_grad_enabled() and any(
+            t is not None and t.requires_grad for t in inputs.values())
+        op = getattr(torch.ops.rnngraph, self._cell.op)
+        outputs = op(**inputs, **self._options, training=needs_grad)
+        final = [self._torch_state(s, N, unbatched) for s in outputs[1:1 + len(states)]]
+        output = outputs[0].squeeze(1) if unbatched else outputs[0]
+        state: State = (final[0], final[1]) if self._cell.has_cell else final[0]
+        return output, state
+
+    def _initial_states(self, where: str, hx: State | None, N: int, unbatched: bool,
+                        dtype: torch.dtype) -> dict[str, torch.Tensor | None]:
+        """torch.nn's ``hx`` as the op's initState (initCell) ``[N, D·H]``."""
+        labels = ("initState", "initCell") if self._cell.has_cell else ("initState",)
+        if hx is None:
+            return dict.fromkeys(labels)
+        names = ("hx[0]", "hx[1]") if self._cell.has_cell else ("hx",)
+        if self._cell.has_cell:
+            if not isinstance(hx, tuple | list) or len(hx) != 2:
+                raise TypeError(f"{where}: hx: expected a tuple (h0, c0), got "
+                                f"{type(hx).__name__}")
+            given: tuple[Any, ...] = tuple(hx)
+        else:
+            given = (hx,)
+        D, H = self.num_directions, self.hidden_size
+        expected = [D, H] if unbatched else [D, N, H]
+        states: dict[str, torch.Tensor | None] = {}
+        for label, name, state in zip(labels, names, given):
+            check_tensor(f"{where}: {name}", state, dtype)
+            if list(state.shape) != expected:
+                raise ValueError(f"{where}: {name}: expected shape {expected} ([D, N, H] for "
+                                 f"time-major input), got {list(state.shape)}")
+            states[label] = state.reshape(D, N, H).transpose(0, 1).reshape(N, D * H)
+        return states
+
+    def _torch_state(self, state: torch.Tensor, N: int, unbatched: bool) -> torch.Tensor:
+        """The op's final state ``[N, D·H]`` as torch.nn's ``[D, N, H]`` (``[D, H]``)."""
+        D, H = self.num_directions, self.hidden_size
+        out = state.reshape(N, D, H).transpose(0, 1).contiguous()
+        return out.squeeze(1) if unbatched else out
+
+    def _mask(self, where: str, mask: torch.Tensor | None,
+              dtype: torch.dtype) -> torch.Tensor | None:
+        if mask is None:
+            return None
+        if not isinstance(mask, torch.Tensor):
+            raise TypeError(f"{where}: mask: expected a torch.Tensor, got {type(mask).__name__}")
+        if mask.requires_grad:
+            raise ValueError(f"{where}: mask: the mask is a constant and gets no gradient, but "
+                             "it requires grad; pass mask.detach()")
+        return check_tensor(f"{where}: mask", mask.to(dtype) if mask.dtype == torch.bool
+                            else mask, dtype)
+
+    def extra_repr(self) -> str:
+        parameters = [f"{self.input_size}, {self.hidden_size}"]
+        if self.bias is None:
+            parameters.append("bias=False")
+        return ", ".join([*parameters, f"descriptor={self._descriptor!r}"])
+
+    # --- conversion ------------------------------------------------------------------------
+
+    @classmethod
+    def from_torch(cls, module: nn.Module) -> Self:
+        """The rnngraph twin of a single-layer, time-major ``torch.nn`` module, with its
+        weights (see docs/pytorch.md for the mapping)."""
+        return _convert.from_torch(cls, cls._cell, module)
+
+    def to_torch(self) -> nn.Module:
+        """The ``torch.nn`` twin of this module with its weights, where torch has one."""
+        return _convert.to_torch(self, self._cell)
+
+
+class SingleGateRNN(_RecurrentModule):
+    """``torch.nn.RNN``'s twin: ``h[t] = act(x[t]·Wᵀ + b + (h[t−1] ⊙ m[t])·Rᵀ)``."""
+
+    _cell = _cells.SINGLE_GATE
+
+    def __init__(self, input_size: int | None, hidden_size: int, *, bias: bool = True,
+                 descriptor: SingleGateRNNDescriptor | None = None,
+                 dtype: torch.dtype | None = None, device: torch.device | str | None = None,
+                 batch_first: bool = False) -> None:
+        super().__init__(input_size, hidden_size, bias=bias, descriptor=descriptor, dtype=dtype,
+                         device=device, batch_first=batch_first)
+
+
+class LSTM(_RecurrentModule):
+    """``torch.nn.LSTM``'s twin, with any gate activations, forgetGateLast and (with
+    ``peephole=True``) Apple's peepholes on all four gates."""
+
+    _cell = _cells.LSTM
+
+    def __init__(self, input_size: int | None, hidden_size: int, *, bias: bool = True,
+                 peephole: bool = False, descriptor: LSTMDescriptor | None = None,
+                 dtype: torch.dtype | None = None, device: torch.device | str | None = None,
+                 batch_first: bool = False) -> None:
+        super().__init__(input_size, hidden_size, bias=bias, descriptor=descriptor, dtype=dtype,
+                         device=device, batch_first=batch_first,
+                         extra=("peephole",) if peephole else ())
+
+
+class GRU(_RecurrentModule):
+    """``torch.nn.GRU``'s twin and more: reset gate before the product (MPSGraph's default)
+    or after it (``resetAfter``, torch's form, with ``secondaryBias`` = torch's b_hn),
+    flipZ, any gate activations."""
+
+    _cell = _cells.GRU
+
+    def __init__(self, input_size: int | None, hidden_size: int, *, bias: bool = True,
+                 descriptor: GRUDescriptor | None = None, dtype: torch.dtype | None = None,
+                 device: torch.device | str | None = None, batch_first: bool = False) -> None:
+        reset_after = descriptor is not None and getattr(descriptor, "resetAfter", False)
+        super().__init__(input_size, hidden_size, bias=bias, descriptor=descriptor, dtype=dtype,
+                         device=device, batch_first=batch_first,
+                         extra=("secondaryBias",) if bias and reset_after else ())

@@ -1,0 +1,242 @@
+"""``torch.ops.rnngraph.{single_gate_rnn, lstm, gru}`` and their gradient ops
+``..._gradients``, registered with ``torch.library.custom_op``, with fake (meta) kernels for
+``torch.compile``/``torch.export`` and an autograd formula.
+
+The ops speak rnngraph's language: arguments named after the Swift labels, in SPEC.md's
+layouts (section 1), and the descriptor's options as flags and activation values. The
+forward op returns h ``[T, N, D·H]``, each direction's final state ``state`` ``[N, D·H]``
+(the LSTM also ``cell``), then what its gradient op reads (the LSTM's cell sequence, and
+zState). Its backward calls the gradient op on those saved tensors, as MPSGraph's gradient
+ops consume the forward op's outputs: the forward pass never runs twice.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+
+from rnngraph._native import core as _core
+from rnngraph.dtypes import naming_memory_errors
+from rnngraph.ops.layouts import infer_sizes, normalise
+from rnngraph.torch._arrays import as_array, as_tensor, check_tensor
+from rnngraph.torch._cells import CELLS, TorchCell
+from rnngraph.torch._threads import follow_torch
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from numpy.typing import NDArray
+
+    from rnngraph._typing import CoreOptions
+
+NAMESPACE = "rnngraph"
+TRAINING = ("training", True)  # the forward op's last argument: save zState for backward
+
+
+# --- schemas and arguments ---------------------------------------------------------------
+
+def _option_arguments(cell: TorchCell) -> list[str]:
+    return [f"{'bool' if isinstance(default, bool) else 'int'} {name}={default}"
+            for name, default in cell.options]
+
+
+def forward_schema(cell: TorchCell) -> str:
+    tensors = [f"Tensor {label}" if label in cell.required else f"Tensor? {label}=None"
+               for label in cell.forward_inputs]
+    arguments = [*tensors, *_option_arguments(cell), f"bool {TRAINING[0]}={TRAINING[1]}"]
+    return f"({', '.join(arguments)}) -> ({', '.join('Tensor' for _ in cell.outputs)})"
+
+
+def gradient_schema(cell: TorchCell) -> str:
+    tensors = [f"Tensor {label}" if label in cell.required else f"Tensor? {label}=None"
+               for label in cell.gradient_inputs]
+    return f"({', '.join([*tensors, *_option_arguments(cell)])}) -> Tensor[]"
+
+
+def _bind(names: Sequence[str], defaults: dict[str, Any], args: Sequence[Any],
+          kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The call's arguments by name (the dispatcher passes them positionally or by name)."""
+    bound = dict(defaults)
+    bound.update(zip(names, args))
+    bound.update(kwargs)
+    return bound
+
+
+def _names_and_defaults(cell: TorchCell, tensors: tuple[str, ...],
+                        training: bool) -> tuple[list[str], dict[str, Any]]:
+    defaults: dict[str, Any] = {label: None for label in tensors}
+    defaults.update(cell.options)
+    if training:
+        defaults[TRAINING[0]] = TRAINING[1]
+    return list(defaults), defaults
+
+
+@functools.lru_cache(maxsize=512)
+def _core_options(cell: TorchCell, options: tuple[tuple[str, Any], ...]) -> CoreOptions:
+    return cell.spec.options_type(**dict(options))
+
+
+def _options(cell: TorchCell, bound: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    return tuple((name, bound[name]) for name, _ in cell.options)
+
+
+def _arrays(op: str, labels: tuple[str, ...], bound: dict[str, Any]) -> dict[str, Any]:
+    """The tensors of ``labels`` as NumPy views (None where absent), one dtype for all."""
+    dtype = check_tensor(f"{op}: source", bound["source"]).dtype
+    return {label: None if bound[label] is None else as_array(f"{op}: {label}", bound[label],
+                                                                dtype)
+            for label in labels}
+
+
+def final_step(sequence: NDArray[Any], reverse: bool, bidirectional: bool,
+               initial: NDArray[Any] | None, N: int, DH: int) -> NDArray[Any]:
+    """Each direction's state at its last processed step, ``[N, D·H]`` (SPEC.md section 4:
+    forward at t = T−1, reverse at t = 0); with T = 0, the initial state."""
+    T = sequence.shape[0]
+    if T == 0:
+        return np.zeros((N, DH), sequence.dtype) if initial is None else initial.copy()
+    if bidirectional:
+        H = DH // 2
+        return np.concatenate((sequence[T - 1, :, :H], sequence[0, :, H:]), axis=1)
+    last: NDArray[Any] = sequence[0 if reverse else T - 1]
+    return last.copy()
+
+
+# --- kernels -------------------------------------------------------------------------------
+
+def forward_kernel(cell: TorchCell, bound: dict[str, Any]) -> tuple[torch.Tensor, ...]:
+    op = cell.spec.name
+    arrays = _arrays(op, cell.forward_inputs, bound)
+    options = _options(cell, bound)
+    reverse, bidirectional = bound["reverse"], bound["bidirectional"]
+    sizes = infer_sizes(op, cell.spec, arrays, bidirectional)
+    with naming_memory_errors(op):
+        dense = normalise(arrays, sizes, bidirectional)
+    follow_torch()
+    h, c, z = _core.rnn_forward(_core_options(cell, options), dense, training=bound["training"])
+    N, DH = h.shape[1], h.shape[2]
+    produced: dict[str, Any] = {
+        "h": h, "cellSequence": c, "zState": np.empty(0, h.dtype) if z is None else z,
+        "state": final_step(h, reverse, bidirectional, dense["initState"], N, DH)}
+    if c is not None:  # the LSTM's
+        produced["cell"] = final_step(c, reverse, bidirectional, dense["initCell"], N, DH)
+    return tuple(as_tensor(produced[name]) for name in cell.outputs)
+
+
+def _returned(cell: TorchCell, given: dict[str, Any]) -> list[str]:
+    """The gradient op's outputs: one per given differentiable input (SPEC.md section 6)."""
+    return [label for label in cell.spec.returned if given.get(label) is not None]
+
+
+def gradient_kernel(cell: TorchCell, bound: dict[str, Any]) -> list[torch.Tensor]:
+    op = cell.spec.gradient_name
+    arrays = _arrays(op, cell.gradient_inputs, bound)
+    bidirectional = bound["bidirectional"]
+    sizes = infer_sizes(op, cell.spec, arrays, bidirectional)
+    with naming_memory_errors(op):
+        dense = normalise(arrays, sizes, bidirectional)
+    follow_torch()
+    grads = _core.rnn_gradients(_core_options(cell, _options(cell, bound)), dense)
+    return [as_tensor(grads[label].reshape(arrays[label].shape))
+            for label in _returned(cell, arrays)]
+
+
+# --- fake kernels (shapes only) --------------------------------------------------------------
+
+def forward_fake(cell: TorchCell, bound: dict[str, Any]) -> tuple[torch.Tensor, ...]:
+    source, weight = bound["source"], bound["recurrentWeight"]
+    if source.dim() != 3:
+        raise ValueError(f"{cell.spec.name}: source: expected rank 3 [T, N, I], "
+                         f"got shape {list(source.shape)}")
+    T, N, H = source.shape[0], source.shape[1], weight.shape[-1]
+    D = 2 if bound["bidirectional"] else 1
+    shapes = {"h": (T, N, D * H), "state": (N, D * H), "cell": (N, D * H),
+              "cellSequence": (T, N, D * H),
+              "zState": (T, N, D * cell.spec.gates * H) if bound["training"] else (0,)}
+    return tuple(source.new_empty(shapes[name]) for name in cell.outputs)
+
+
+def gradient_fake(cell: TorchCell, bound: dict[str, Any]) -> list[torch.Tensor]:
+    given = {label: bound[label] for label in cell.gradient_inputs}
+    return [given[label].new_empty(given[label].shape) for label in _returned(cell, given)]
+
+
+# --- autograd ------------------------------------------------------------------------------
+
+def _setup_context(cell: TorchCell, ctx: Any, inputs: tuple[Any, ...],
+                   output: tuple[torch.Tensor, ...]) -> None:
+    names, defaults = _names_and_defaults(cell, cell.forward_inputs, training=True)
+    bound = _bind(names, defaults, inputs, {})
+    mask = bound["mask"]
+    if mask is not None and mask.requires_grad:
+        raise ValueError(f"rnngraph.{cell.op}: mask: the mask is a constant and gets no "
+                         "gradient, but it requires grad; pass mask.detach()")
+    outputs = dict(zip(cell.outputs, output))
+    ctx.mark_non_differentiable(*(outputs[name] for name in cell.saved_outputs.values()
+                                  if name != "h"))
+    ctx.bound_options = {name: bound[name] for name, _ in cell.options}
+    ctx.training = bound[TRAINING[0]]
+    ctx.save_for_backward(*(bound[label] for label in cell.forward_inputs),
+                          *(outputs[name] for name in cell.saved_outputs.values()))
+
+
+def _backward(cell: TorchCell, ctx: Any, *grads: torch.Tensor | None) -> tuple[Any, ...]:
+    if not ctx.training:
+        raise RuntimeError(f"rnngraph.{cell.op}: backward needs the forward op called with "
+                           "training=True (it saves zState for the gradient op)")
+    saved = ctx.saved_tensors
+    count = len(cell.forward_inputs)
+    inputs = dict(zip(cell.forward_inputs, saved[:count]))
+    outputs = dict(zip(cell.saved_outputs.values(), saved[count:]))
+    grad = dict(zip(cell.outputs, grads))
+    if grad["h"] is None:  # (autograd passes zeros for unused outputs; kept for safety)
+        source, weight = inputs["source"], inputs["recurrentWeight"]
+        D = 2 if ctx.bound_options["bidirectional"] else 1
+        grad["h"] = source.new_zeros((source.shape[0], source.shape[1], D * weight.shape[-1]))
+    from_output = {"sourceGradient": "h", "stateGradient": "state", "cellGradient": "cell"}
+    arguments = {label: grad[from_output[label]] if label in from_output
+                 else outputs[cell.saved_outputs[label]] if label in cell.saved_outputs
+                 else inputs[label]
+                 for label in cell.gradient_inputs}
+    gradient_op = getattr(getattr(torch.ops, NAMESPACE), f"{cell.op}_gradients")
+    results = gradient_op(**arguments, **ctx.bound_options)
+    by_label = dict(zip(_returned(cell, inputs), results))
+    return (*(by_label.get(label) for label in cell.forward_inputs),
+            *(None for _ in range(len(cell.options) + 1)))
+
+
+# --- registration --------------------------------------------------------------------------
+
+def _register(cell: TorchCell) -> None:
+    names, defaults = _names_and_defaults(cell, cell.forward_inputs, training=True)
+    gradient_names, gradient_defaults = _names_and_defaults(cell, cell.gradient_inputs,
+                                                            training=False)
+
+    def forward(*args: Any, **kwargs: Any) -> tuple[torch.Tensor, ...]:
+        return forward_kernel(cell, _bind(names, defaults, args, kwargs))
+
+    def forward_meta(*args: Any, **kwargs: Any) -> tuple[torch.Tensor, ...]:
+        return forward_fake(cell, _bind(names, defaults, args, kwargs))
+
+    def gradients(*args: Any, **kwargs: Any) -> list[torch.Tensor]:
+        return gradient_kernel(cell, _bind(gradient_names, gradient_defaults, args, kwargs))
+
+    def gradients_meta(*args: Any, **kwargs: Any) -> list[torch.Tensor]:
+        return gradient_fake(cell, _bind(gradient_names, gradient_defaults, args, kwargs))
+
+    forward_op = torch.library.custom_op(f"{NAMESPACE}::{cell.op}", forward, mutates_args=(),
+                                         device_types="cpu", schema=forward_schema(cell))
+    forward_op.register_fake(forward_meta)
+    forward_op.register_autograd(functools.partial(_backward, cell),
+                                 setup_context=functools.partial(_setup_context, cell))
+    gradient_op = torch.library.custom_op(f"{NAMESPACE}::{cell.op}_gradients", gradients,
+                                          mutates_args=(), device_types="cpu",
+                                          schema=gradient_schema(cell))
+    gradient_op.register_fake(gradients_meta)
+
+
+for _cell in CELLS:
+    _register(_cell)
