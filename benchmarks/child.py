@@ -3,7 +3,9 @@
     python3 benchmarks/child.py '{"library": "torch", "threads": 2, "rows": [1, 2],
                                   "timing": {"budget_s": 0.25, "min_reps": 5, "settle_s": 0.1}}'
 
-library: rnngraph, torch, onnxruntime, or sgemm (the ceiling through rnngraph's OpenBLAS).
+library: rnngraph, torch, onnxruntime, rnngraph.torch (the PyTorch adapter, adapter.py), or
+sgemm (the ceiling through rnngraph's OpenBLAS). "model": "rnngraph" | "torch" times
+adapter.model_step (a language-model training step) instead of rows.
 A process imports only what its library needs: rnngraph's never loads torch or onnxruntime,
 so their thread pools cannot exist there. "default_row1": true (rnngraph) first times row 1
 with rnngraph's untouched default thread count. Each result is printed as it is done, one
@@ -29,7 +31,8 @@ from timing import measure
 
 PREFIX = "@@bench "
 RECORD_ONLY = functools.partial(settle.settle, wait=False)
-MODULES = ("rnngraph", "torch", "onnxruntime", "onnx")
+MODULES = ("rnngraph", "rnngraph.torch", "torch", "onnxruntime", "onnx")
+VERSIONED = {"sgemm": ("rnngraph",), "rnngraph.torch": ("rnngraph", "torch")}
 
 
 def emit(kind: str, **fields: object) -> None:
@@ -60,6 +63,13 @@ def maker(library: str, threads: int) -> Callable[[Row], Callable | None]:
         return peers.torch_step
     if library == "onnxruntime":
         return functools.partial(peers.ort_step, threads=threads)
+    if library == "rnngraph.torch":
+        import adapter
+        import torch
+
+        torch.set_num_interop_threads(1)
+        torch.set_num_threads(threads)  # the adapter's rnngraph calls follow torch's count
+        return adapter.row_step
     raise ValueError(f"no such library {library!r}")
 
 
@@ -83,7 +93,7 @@ def info(library: str, started: float) -> dict:
     import machine
 
     out: dict = {"pid": os.getpid(), "library": library, "settle_source": settle.source(),
-                 "versions": machine.versions(("rnngraph",) if library == "sgemm" else (library,)),
+                 "versions": machine.versions(VERSIONED.get(library, (library,))),
                  "seconds": time.perf_counter() - started}
     try:
         import threadpoolctl
@@ -122,7 +132,12 @@ def run(spec: dict) -> None:
             used = rnngraph.get_num_threads()
             emit("default", entry=measure_row(ours.make_step, BY_ID[1], timing), threads_used=used)
         make = maker(library, threads)
-        for row_id in spec["rows"]:
+        if spec.get("model"):
+            import adapter
+
+            step = adapter.model_step(spec["model"])
+            emit("model", entry=measure(step, settle=RECORD_ONLY, **timing))
+        for row_id in spec.get("rows", ()):
             emit("row", row=row_id, entry=measure_row(make, BY_ID[row_id], timing))
     emit("info", info=info(library, started))
 

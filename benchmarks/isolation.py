@@ -52,7 +52,7 @@ def run_child(spec: dict, timeout_s: float, bar: Any) -> tuple[list[dict], dict]
                     break
                 if line.startswith(PREFIX):
                     messages.append(json.loads(line[len(PREFIX):]))
-                    if messages[-1]["kind"] in ("row", "default", "ceiling"):
+                    if messages[-1]["kind"] in ("row", "default", "ceiling", "model"):
                         bar.update()
         finally:
             if process.poll() is None:

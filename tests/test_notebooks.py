@@ -1,12 +1,13 @@
 """Every notebook runs top to bottom without an error and shows what it is there to show: the
-quickstart its finite-difference check of every gradient and its plot, the benchmarks
-notebook its table, its three figures and its checked claims.
+quickstart its finite-difference check of every gradient and its plot, the PyTorch notebook
+its agreement with torch.nn, its loss curve and its timing table (within its time budget), the
+benchmarks notebook its table, its three figures and its checked claims.
 
 Each notebook runs once (``executed``); the tests read the outputs of its cells. A probe cell
 appended to the in-memory copy (the file is not touched) prints, as JSON, what the outputs
-cannot show: the quickstart draws on the Agg backend, which displays nothing, so the probe
-reports the figures the kernel holds; in the benchmarks notebook, how many rows, thread counts
-and fits the results have.
+cannot show: the quickstart and the PyTorch notebook draw on the Agg backend, which displays
+nothing, so the probe reports the figures the kernel holds; in the benchmarks notebook, how
+many rows, thread counts and fits the results have.
 """
 
 from __future__ import annotations
@@ -64,8 +65,8 @@ def probe(notebook) -> dict:
     return json.loads(line.removeprefix("PROBE"))
 
 
-def test_both_notebooks_are_found():
-    assert set(NOTEBOOKS) == {"01_quickstart", "benchmarks"}
+def test_every_notebook_is_found():
+    assert set(NOTEBOOKS) == {"01_quickstart", "03_pytorch", "benchmarks"}
 
 
 @pytest.mark.parametrize("stem", NOTEBOOKS)
@@ -103,6 +104,37 @@ def test_quickstart_checks_every_gradient_against_finite_differences():
 def test_quickstart_draws_the_source_gradient_of_every_step():
     figures = probe(executed("01_quickstart"))["figures"]
     assert figures == [{"title": "singleGateRNN source gradient", "bars": 12}]  # T = 12
+
+
+def test_pytorch_notebook_agrees_with_the_converted_torch_lstm():
+    lines = stdout(cell_calling(executed("03_pytorch"), "from_torch")).splitlines()
+    rows = [re.fullmatch(r"(\S.*?)\s+max \|torch − rnngraph\| = (\S+)", line) for line in lines]
+    rows = [row for row in rows if row]
+    assert [row[1] for row in rows] == ["output", "h_n", "c_n", "input gradient"], lines
+    for row in rows:
+        assert float(row[2]) <= 1e-12, row[0]
+
+
+def test_pytorch_notebook_training_lowers_the_loss():
+    text = stdout(cell_calling(executed("03_pytorch"), "peephole=True"))
+    (match,) = re.findall(r"^first loss (\S+), final loss (\S+)$", text, re.MULTILINE)
+    first, final = map(float, match)
+    assert final < first / 2, text
+
+
+def test_pytorch_notebook_draws_its_loss_curve():
+    figures = probe(executed("03_pytorch"))["figures"]
+    assert figures == [{"title": "hardSigmoid + peephole LSTM: training loss", "bars": 0}]
+
+
+def test_pytorch_notebook_times_a_step_of_both_models():
+    lines = stdout(cell_calling(executed("03_pytorch"), "torch_seconds")).splitlines()
+    assert lines[0].split() == ["model", "median", "ms/step", "final", "loss"], lines
+    rows = [re.fullmatch(r"(\S+) \(.*\)\s+(\S+)\s+(\S+)", line) for line in lines[1:]]
+    assert all(rows), lines
+    assert [row[1] for row in rows] == ["rnngraph.torch.LSTM", "torch.nn.LSTM"]
+    for row in rows:
+        assert float(row[2]) > 0 and float(row[3]) > 0, row[0]
 
 
 def test_benchmarks_notebook_shows_its_table_figures_and_claims():

@@ -128,6 +128,13 @@ def cpu_budget() -> dict[str, int | float]:
 def get_num_threads() -> int:
     """Threads rnngraph's kernels use."""
 
+def _use_host_openmp(library: str) -> bool:
+    """Run parallel sections on the already loaded OpenMP runtime at ``library`` (empty: on
+    rnngraph's own workers); False if it is not loaded or not an OpenMP runtime."""
+
+def _host_openmp() -> str:
+    """The adopted OpenMP runtime's path (empty: none)."""
+
 # For tests and measurements.
 def _force_paths(*, product: str = "auto", tile: str = "auto", split: str = "auto") -> None:
     """Force the step product (auto, packed, dot, blas, small), the panel tile (auto, few,

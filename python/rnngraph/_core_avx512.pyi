@@ -6,10 +6,12 @@ from rnngraph._core import PackedWeights as PackedWeights
 from rnngraph._core import SingleGateRNNOptions as SingleGateRNNOptions
 from rnngraph._core import _force_paths as _force_paths
 from rnngraph._core import _forced_paths as _forced_paths
+from rnngraph._core import _host_openmp as _host_openmp
 from rnngraph._core import _parallel_thresholds as _parallel_thresholds
 from rnngraph._core import _profile as _profile
 from rnngraph._core import _reset_profile as _reset_profile
 from rnngraph._core import _set_parallel_threshold as _set_parallel_threshold
+from rnngraph._core import _use_host_openmp as _use_host_openmp
 from rnngraph._core import blas_info as blas_info
 from rnngraph._core import cpu_budget as cpu_budget
 from rnngraph._core import cpu_supports as cpu_supports

@@ -146,6 +146,10 @@ void bind_config(py::module_& m) {
         return d;
       },
       "The CPUs this process may use: {'affinity', 'quota', 'environment', 'default'}.");
+  m.def("_use_host_openmp", &use_host_openmp, py::arg("library"),
+        "Run parallel sections on the already loaded OpenMP runtime at `library` (empty: on "
+        "rnngraph's own workers); False if it is not loaded or not an OpenMP runtime.");
+  m.def("_host_openmp", &host_openmp, "The adopted OpenMP runtime's path (empty: none).");
   bind_paths(m);
   m.def("release_kept_memory", &release_kept_memory,
         "Return the memory kept between calls to the system now (done by itself when idle).");

@@ -30,4 +30,13 @@ struct CpuBudget {
 };
 CpuBudget cpu_budget();
 
+// Parallel work on a host's OpenMP pool (runtime/host_openmp.hpp): adopts the OpenMP runtime
+// at `library`, already loaded in this process (PyTorch's libgomp), so that rnngraph's
+// parallel sections run on its threads instead of rnngraph's own workers; an empty path
+// returns to them. Returns false, changing nothing, if the library is not loaded or lacks
+// GOMP_parallel and omp_get_thread_num.
+bool use_host_openmp(const std::string& library);
+// The adopted library's path; empty when rnngraph's own workers run its parallel sections.
+std::string host_openmp();
+
 }  // namespace rnngraph

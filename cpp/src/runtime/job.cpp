@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "runtime/host_openmp.hpp"
 #include "runtime/thread_state.hpp"
 #include "runtime/worker_pool.hpp"
 #include "tuning.hpp"
@@ -148,8 +149,13 @@ void run_job(JobWork work) {
     }
     return;
   }
-  const int helpers = work.team - 1;
+  const int team = work.team;
   auto job = std::make_shared<Job>(std::move(work));
+  if (run_on_host_openmp(*job, team)) {  // inside a host such as PyTorch: its threads
+    job->rethrow_first_error();
+    return;
+  }
+  const int helpers = team - 1;
   WorkerPool& pool = WorkerPool::instance();
   pool.offer(job, helpers);
   struct Withdraw {  // even if work(0) throws

@@ -15,5 +15,8 @@ except ImportError as error:  # pragma: no cover (the test extra installs torch)
 
 from rnngraph.torch import _ops  # noqa: F401  (registers torch.ops.rnngraph.*)
 from rnngraph.torch._modules import GRU, LSTM, SingleGateRNN
+from rnngraph.torch._threads import adopt_torch_pool, get_thread_pool, set_thread_pool
 
-__all__ = ["GRU", "LSTM", "SingleGateRNN"]
+adopt_torch_pool()
+
+__all__ = ["GRU", "LSTM", "SingleGateRNN", "get_thread_pool", "set_thread_pool"]

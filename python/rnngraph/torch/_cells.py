@@ -28,37 +28,32 @@ def _labels(method: str) -> tuple[str, ...]:
     return tuple(name for name in parameters if name not in _NOT_INPUTS)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # compared and hashed by identity: one object per cell
 class TorchCell:
     """One cell's ops for torch: ``torch.ops.rnngraph.<op>`` and ``<op>_gradients``."""
 
     spec: CellSpec
     op: str  # the torch op's name, e.g. "lstm"
+    # Plain fields, read on every call (and traced by torch.compile): set by __post_init__.
+    forward_inputs: tuple[str, ...] = ()  # e.g. source, recurrentWeight, inputWeight, ...
+    gradient_inputs: tuple[str, ...] = ()  # e.g. source, recurrentWeight, sourceGradient, ...
+    # ``(name, default)`` of the descriptor properties that change the math: flags (bool) and
+    # activations (RNNActivation's raw value), in the descriptor's order.
+    options: tuple[tuple[str, bool | int], ...] = ()
 
-    @property
-    def forward_inputs(self) -> tuple[str, ...]:
-        """The forward op's tensor inputs, e.g. source, recurrentWeight, inputWeight, ..."""
-        return _labels(self.spec.name)
-
-    @property
-    def gradient_inputs(self) -> tuple[str, ...]:
-        """The gradient op's tensor inputs, e.g. source, recurrentWeight, sourceGradient, ..."""
-        return _labels(self.spec.gradient_name)
+    def __post_init__(self) -> None:
+        descriptor: _Descriptor = self.spec.descriptor_type()
+        options = tuple((name, value) for name, value in descriptor.as_dict().items()
+                        if name not in self.spec.forward_only_flags)
+        object.__setattr__(self, "forward_inputs", _labels(self.spec.name))
+        object.__setattr__(self, "gradient_inputs", _labels(self.spec.gradient_name))
+        object.__setattr__(self, "options", options)
 
     @property
     def required(self) -> tuple[str, ...]:
         """Inputs every call gives (the others are optional, None when absent)."""
         return ("source", "recurrentWeight", "sourceGradient", "zState",
                 *self.spec.gradient_required)
-
-    @property
-    def options(self) -> tuple[tuple[str, bool | int], ...]:
-        """``(name, default)`` of the descriptor properties that change the math: flags
-        (bool) and activations (RNNActivation's raw value), in the descriptor's order."""
-        descriptor: _Descriptor = self.spec.descriptor_type()
-        values = descriptor.as_dict()
-        return tuple((name, value) for name, value in values.items()
-                     if name not in self.spec.forward_only_flags)
 
     @property
     def final_states(self) -> tuple[str, ...]:

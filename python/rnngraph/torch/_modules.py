@@ -54,7 +54,10 @@ class _RecurrentModule(nn.Module):
             if isinstance(size, bool) or not isinstance(size, int) or size < 1:
                 raise ValueError(f"{where}: {name}: expected a positive int, got {size!r}")
         descriptor = self._cell.spec.descriptor_type() if descriptor is None else descriptor
-        self._options = self._cell.descriptor_options(descriptor)  # (checks its type)
+        try:
+            self._options = self._cell.descriptor_options(descriptor)  # (checks its type)
+        except TypeError as error:
+            raise TypeError(f"{where}: {error}") from None
         self._descriptor = descriptor.copy()
         self.input_size, self.hidden_size = input_size, hidden_size
         dtype = torch.get_default_dtype() if dtype is None else dtype
@@ -124,8 +127,12 @@ class _RecurrentModule(nn.Module):
                              f"unbatched [T, {features}]), got shape {list(input.shape)}")
         N = source.shape[1]
         states = self._initial_states(where, hx, N, unbatched, dtype)
-        inputs: dict[str, Any] = {"source": source, **self._op_inputs(), **states,
-                                  "mask": self._mask(where, mask, dtype)}
+        parameters = self._op_inputs()
+        for label, parameter in parameters.items():
+            if parameter is not None:
+                check_tensor(f"{where}: {label}", parameter)
+        inputs: dict[str, Any] = {"source": source, **parameters, **states,
+                                  "mask": self._mask(where, mask, dtype, unbatched)}
         needs_grad = torch.is_grad_enabled() and any(
             t is not None and t.requires_grad for t in inputs.values())
         op = getattr(torch.ops.rnngraph, self._cell.op)
@@ -166,13 +173,17 @@ class _RecurrentModule(nn.Module):
         out = state.reshape(N, D, H).transpose(0, 1).contiguous()
         return out.squeeze(1) if unbatched else out
 
-    def _mask(self, where: str, mask: torch.Tensor | None,
-              dtype: torch.dtype) -> torch.Tensor | None:
+    def _mask(self, where: str, mask: torch.Tensor | None, dtype: torch.dtype,
+              unbatched: bool) -> torch.Tensor | None:
+        """The mask for the op: bool as 0/1 of the input's dtype; with unbatched input a
+        ``[T, D·H]`` mask gets the N axis the input got."""
         if mask is None:
             return None
         if not isinstance(mask, torch.Tensor):
             raise TypeError(f"{where}: mask: expected a torch.Tensor, got {type(mask).__name__}")
-        if mask.requires_grad:
+        if unbatched and mask.dim() == 2:
+            mask = mask.unsqueeze(1)
+        if mask.requires_grad and torch.is_grad_enabled():
             raise ValueError(f"{where}: mask: the mask is a constant and gets no gradient, but "
                              "it requires grad; pass mask.detach()")
         return check_tensor(f"{where}: mask", mask.to(dtype) if mask.dtype == torch.bool

@@ -146,7 +146,19 @@ def gradient_kernel(cell: TorchCell, bound: dict[str, Any]) -> list[torch.Tensor
 
 # --- fake kernels (shapes only) --------------------------------------------------------------
 
+def _same_device(op: str, labels: tuple[str, ...], bound: dict[str, Any]) -> None:
+    """The fake kernel also serves meta tensors, where all tensors on one device is fine (shape
+    inference); a mix of devices fails as the CPU kernel would, naming the first tensor that
+    is not on the CPU."""
+    tensors = {label: bound[label] for label in labels if bound[label] is not None}
+    if len({t.device for t in tensors.values()}) > 1:
+        label, odd = next((k, t) for k, t in tensors.items() if t.device.type != "cpu")
+        raise ValueError(f"{op}: {label}: expected a CPU tensor like the other inputs, got one "
+                         f"on device {odd.device} (rnngraph computes on the CPU)")
+
+
 def forward_fake(cell: TorchCell, bound: dict[str, Any]) -> tuple[torch.Tensor, ...]:
+    _same_device(cell.spec.name, cell.forward_inputs, bound)
     source, weight = bound["source"], bound["recurrentWeight"]
     if source.dim() != 3:
         raise ValueError(f"{cell.spec.name}: source: expected rank 3 [T, N, I], "
@@ -160,6 +172,7 @@ def forward_fake(cell: TorchCell, bound: dict[str, Any]) -> tuple[torch.Tensor, 
 
 
 def gradient_fake(cell: TorchCell, bound: dict[str, Any]) -> list[torch.Tensor]:
+    _same_device(cell.spec.gradient_name, cell.gradient_inputs, bound)
     given = {label: bound[label] for label in cell.gradient_inputs}
     return [given[label].new_empty(given[label].shape) for label in _returned(cell, given)]
 
@@ -175,6 +188,7 @@ def _setup_context(cell: TorchCell, ctx: Any, inputs: tuple[Any, ...],
         raise ValueError(f"rnngraph.{cell.op}: mask: the mask is a constant and gets no "
                          "gradient, but it requires grad; pass mask.detach()")
     outputs = dict(zip(cell.outputs, output))
+    ctx.set_materialize_grads(False)  # an unused output's gradient stays None, not zeros
     ctx.mark_non_differentiable(*(outputs[name] for name in cell.saved_outputs.values()
                                   if name != "h"))
     ctx.bound_options = {name: bound[name] for name, _ in cell.options}
@@ -192,7 +206,7 @@ def _backward(cell: TorchCell, ctx: Any, *grads: torch.Tensor | None) -> tuple[A
     inputs = dict(zip(cell.forward_inputs, saved[:count]))
     outputs = dict(zip(cell.saved_outputs.values(), saved[count:]))
     grad = dict(zip(cell.outputs, grads))
-    if grad["h"] is None:  # (autograd passes zeros for unused outputs; kept for safety)
+    if grad["h"] is None:  # the sequence unused (only the final states): dL/dh = 0
         source, weight = inputs["source"], inputs["recurrentWeight"]
         D = 2 if ctx.bound_options["bidirectional"] else 1
         grad["h"] = source.new_zeros((source.shape[0], source.shape[1], D * weight.shape[-1]))

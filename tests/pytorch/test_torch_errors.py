@@ -1,0 +1,268 @@
+"""Bad input to rnngraph.torch's modules and raw ops gets a clear Python exception that
+names the argument (the module's name or the op and Swift label), never a crash or garbage;
+and the edges (T = 0, N = 0, NaN, non-contiguous views) behave as documented here."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from pytorch.torch_helpers_api import CELLS, H, I, build, sample
+
+F64 = torch.float64
+OPS = {"single_gate_rnn": "singleGateRNN", "lstm": "LSTM", "gru": "GRU"}
+
+
+def raw_inputs(cell, dtype=F64):
+    """Valid keyword arguments of torch.ops.rnngraph.<cell>: every tensor input but the mask
+    (T=5, N=2, unidirectional; the GRU with resetAfter for secondaryBias)."""
+    G, generator = CELLS[cell].gates, torch.Generator().manual_seed(3)
+    shapes = {"source": (5, 2, I), "recurrentWeight": (G * H, H), "inputWeight": (G * H, I),
+              "bias": (G * H,), "initState": (2, H)}
+    shapes.update({"lstm": {"initCell": (2, H), "peephole": (4 * H,)},
+                   "gru": {"secondaryBias": (H,)}}.get(cell, {}))
+    inputs = {label: torch.randn(shape, generator=generator, dtype=dtype) / 2
+              for label, shape in shapes.items()}
+    return inputs | ({"resetAfter": True} if cell == "gru" else {})
+
+
+def op(cell):
+    return getattr(torch.ops.rnngraph, cell)
+
+
+# --- devices ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("cell", "where", "name"), [
+    ("lstm", 0, "input"), ("lstm", 1, r"hx\[0\]"), ("lstm", 2, r"hx\[1\]"),
+    ("gru", 0, "input"), ("gru", 1, "hx")])
+def test_a_tensor_on_meta_is_refused_by_name(cell, where, name):
+    module = build(cell)
+    x, hx = sample(module)
+    given = [x, *(hx if isinstance(hx, tuple) else (hx,))]
+    given[where] = given[where].to("meta")
+    state = tuple(given[1:]) if cell == "lstm" else given[1]
+    with pytest.raises(ValueError, match=rf"{name}: expected a CPU tensor, .* device meta"):
+        module(given[0], state)
+
+
+def test_a_module_on_meta_with_meta_input_names_the_input():
+    module = build("gru").to("meta")
+    with pytest.raises(ValueError, match="GRU: input: expected a CPU tensor"):
+        module(torch.zeros(5, 2, I, dtype=F64, device="meta"))
+
+
+@pytest.mark.parametrize("how", ["to", "device_context"])
+def test_a_module_on_meta_with_cpu_input_is_refused(how):
+    """The module's parameters are on meta (moved there, or built under torch.device("meta")
+    for deferred initialisation): the dispatcher then picks the fake (meta) kernel, which
+    returns uninitialised CPU tensors. The module must refuse instead, naming a parameter."""
+    x, hx = sample(build("gru"))
+    if how == "to":
+        module = build("gru").to("meta")
+    else:
+        with torch.device("meta"):
+            module = CELLS["gru"].module(I, H, dtype=F64)
+    assert module.recurrentWeight.device.type == "meta"
+    with pytest.raises(ValueError, match=r"(inputWeight|recurrentWeight).*meta"):
+        module(x, hx)
+
+
+@pytest.mark.parametrize("label", ["source", "recurrentWeight"])
+def test_the_raw_op_refuses_tensors_on_two_devices(label):
+    """One tensor on meta, the others on the CPU: the fake kernel runs, and returns garbage
+    (CPU tensors from new_empty) or meta tensors, instead of an error naming the label."""
+    inputs = raw_inputs("lstm")
+    inputs[label] = inputs[label].to("meta")
+    with pytest.raises(ValueError, match=rf"LSTM: {label}: .*meta"):
+        op("lstm")(**inputs)
+
+
+# --- dtypes ----------------------------------------------------------------------------------
+
+def test_float32_input_into_a_float64_module():
+    with pytest.raises(TypeError, match=r"LSTM: input: expected torch\.float64 .* torch\.float32"):
+        build("lstm")(torch.randn(5, 2, I))
+
+
+@pytest.mark.parametrize(("cell", "where", "name"), [
+    ("lstm", 0, r"hx\[0\]"), ("lstm", 1, r"hx\[1\]"), ("gru", 0, "hx")])
+def test_float32_hx_with_float64_input(cell, where, name):
+    module = build(cell)
+    x, hx = sample(module)
+    states = list(hx) if cell == "lstm" else [hx]
+    states[where] = states[where].float()
+    with pytest.raises(TypeError, match=rf"{name}: expected torch\.float64"):
+        module(x, tuple(states) if cell == "lstm" else states[0])
+
+
+@pytest.mark.parametrize("cell", CELLS)
+def test_the_raw_op_names_the_label_of_another_dtype(cell):
+    for label, value in raw_inputs(cell).items():
+        if label == "source" or not isinstance(value, torch.Tensor):
+            continue
+        inputs = raw_inputs(cell) | {label: value.float()}
+        with pytest.raises(TypeError, match=rf"^{OPS[cell]}: {label}: expected torch\.float64"):
+            op(cell)(**inputs)
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.bool, torch.complex64,
+                                   torch.complex128, torch.float16, torch.bfloat16], ids=str)
+def test_input_of_a_dtype_rnngraph_does_not_compute(dtype):
+    with pytest.raises(TypeError, match=r"LSTM: input: expected torch\.float32 or torch\.float64"):
+        build("lstm")(torch.ones(5, 2, I, dtype=dtype))
+    with pytest.raises(TypeError, match=r"^LSTM: source: expected torch\.float32 or"):
+        op("lstm")(**raw_inputs("lstm") | {"source": torch.ones(5, 2, I, dtype=dtype)})
+
+
+@pytest.mark.parametrize("given", [[[0.5] * I] * 5, np.ones((5, 2, I)), 1.0, None],
+                         ids=["list", "ndarray", "float", "None"])
+def test_input_that_is_not_a_tensor(given):
+    with pytest.raises(TypeError, match=r"GRU: input: expected a torch\.Tensor"):
+        build("gru")(given)
+
+
+# --- shapes ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape", [(5, 2, I + 1), (5, 2, I, 1), (I,), (5, 2, 0)], ids=str)
+def test_input_of_the_wrong_shape(shape):
+    with pytest.raises(ValueError, match=r"LSTM: input: expected time-major \[T, N, 3\]"):
+        build("lstm")(torch.ones(shape, dtype=F64))
+
+
+@pytest.mark.parametrize("shape", [(2, 2, H), (1, 3, H), (1, 2, H + 1), (2, H)], ids=str)
+def test_hx_of_the_wrong_shape(shape):
+    module = build("gru")
+    with pytest.raises(ValueError, match=r"GRU: hx: expected shape \[1, 2, 4\]"):
+        module(torch.ones(5, 2, I, dtype=F64), torch.zeros(shape, dtype=F64))
+
+
+@pytest.mark.parametrize("cell", CELLS)
+def test_the_raw_op_names_the_label_of_a_wrong_shape(cell):
+    for label, value in raw_inputs(cell).items():
+        if label == "source" or not isinstance(value, torch.Tensor):
+            continue
+        wrong = value[..., 1:]  # one less along the last axis
+        with pytest.raises(ValueError, match=rf"^{OPS[cell]}: {label}: expected shape"):
+            op(cell)(**raw_inputs(cell) | {label: wrong})
+
+
+def test_the_gradient_op_names_the_label_of_a_wrong_shape():
+    inputs = raw_inputs("lstm")
+    h, _, _, cells, z = op("lstm")(**inputs)
+    with pytest.raises(ValueError, match=r"^LSTMGradients: zState: expected shape"):
+        torch.ops.rnngraph.lstm_gradients(inputs["source"], inputs["recurrentWeight"],
+                                          torch.ones_like(h), z[..., 1:], cells,
+                                          inputWeight=inputs["inputWeight"])
+
+
+def test_batch_first_input_is_caught_by_hx_and_named_time_major():
+    module = build("lstm")
+    x, hx = sample(module, T=5, N=2)
+    with pytest.raises(ValueError, match=r"hx\[0\]: expected shape \[1, 5, 4\] .*time-major"):
+        module(x.transpose(0, 1), hx)
+
+
+def test_lstm_hx_that_is_not_a_pair():
+    module = build("lstm")
+    x, hx = sample(module)
+    with pytest.raises(TypeError, match=r"LSTM: hx: expected a tuple \(h0, c0\)"):
+        module(x, hx[0])
+
+
+# --- the mask --------------------------------------------------------------------------------
+
+def test_a_mask_that_requires_grad_is_refused():
+    module = build("gru")
+    x, _ = sample(module)
+    mask = torch.ones(5, 1, 1, dtype=F64, requires_grad=True)
+    with pytest.raises(ValueError, match=r"GRU: mask: .* requires grad; pass mask\.detach"):
+        module(x, mask=mask)
+    inputs = raw_inputs("gru") | {"mask": mask}
+    with pytest.raises(ValueError, match=r"rnngraph\.gru: mask: .* requires grad"):
+        op("gru")(**inputs)
+
+
+@pytest.mark.parametrize(("mask", "error", "match"), [
+    (torch.ones(5, 2, H + 1, dtype=F64), ValueError, r"GRU: mask: expected a shape broadcastable"),
+    (torch.ones(5, 2, H, dtype=torch.int32), TypeError, r"GRU: mask: expected torch\.float32 or"),
+    ([1.0] * H, TypeError, r"GRU: mask: expected a torch\.Tensor"),
+], ids=["shape", "int", "list"])
+def test_a_bad_mask_is_named(mask, error, match):
+    module = build("gru")
+    with pytest.raises(error, match=match):
+        module(sample(module)[0], mask=mask)
+
+
+# --- edges -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("bidirectional", [False, True])
+@pytest.mark.parametrize("cell", CELLS)
+def test_no_timesteps(cell, bidirectional):
+    """T = 0: output [0, N, D·H], and the final states are the initial ones (zeros without hx);
+    backward passes dL/dh_n to h0 and gives the weights zero gradients."""
+    module = build(cell, bidirectional=bidirectional)
+    x, hx = sample(module, T=0, N=3)
+    initial = [s.requires_grad_() for s in (hx if isinstance(hx, tuple) else (hx,))]
+    output, state = module(x, hx)
+    final = list(state) if isinstance(state, tuple) else [state]
+    assert output.shape == (0, 3, (2 if bidirectional else 1) * H)
+    for h0, h_n in zip(initial, final, strict=True):
+        assert torch.equal(h_n, h0)
+    empty = module(x)[1]
+    assert all(not s.any() for s in (empty if isinstance(empty, tuple) else (empty,)))
+    sum(2 * s.sum() for s in final).backward()
+    assert all(torch.equal(h0.grad, torch.full_like(h0, 2)) for h0 in initial)
+    assert not module.recurrentWeight.grad.any()
+
+
+@pytest.mark.parametrize("cell", CELLS)
+def test_an_empty_batch(cell):
+    module = build(cell, bidirectional=True)
+    x = torch.zeros(5, 0, I, dtype=F64, requires_grad=True)
+    output, state = module(x)
+    assert output.shape == (5, 0, 2 * H)
+    assert all(s.shape == (2, 0, H) for s in (state if isinstance(state, tuple) else (state,)))
+    output.sum().backward()
+    assert x.grad.shape == x.shape
+    assert module.recurrentWeight.grad.shape == module.recurrentWeight.shape
+
+
+@pytest.mark.parametrize("cell", CELLS)
+def test_nan_propagates_along_its_sequence_only(cell):
+    module = build(cell, bidirectional=True)
+    x, hx = sample(module, T=5, N=2)
+    x[2, 0, 1] = float("nan")
+    nan = module(x, hx)[0].isnan()
+    forward, reverse = nan[:, 0, :H], nan[:, 0, H:]
+    assert forward[2:].all() and not forward[:2].any()  # from t=2 on, in processing order
+    assert reverse[:3].all() and not reverse[3:].any()
+    assert not nan[:, 1].any()  # the other sequence of the batch
+
+
+@pytest.mark.parametrize("view", ["input", "hx", "recurrentWeight", "negative"])
+def test_non_contiguous_tensors_give_the_contiguous_result(view):
+    module = build("lstm", bidirectional=True)
+    x, (h0, c0) = sample(module)
+    expected = module(x, (h0, c0))
+    if view == "input":
+        x = x.transpose(0, 1).contiguous().transpose(0, 1)
+    elif view == "hx":
+        h0 = h0.transpose(1, 2).contiguous().transpose(1, 2)
+    elif view == "recurrentWeight":
+        with torch.no_grad():
+            module.recurrentWeight.data = module.recurrentWeight.mT.contiguous().mT
+    else:
+        x = torch._neg_view(-x)
+    assert not (x.is_contiguous() and h0.is_contiguous()
+                and module.recurrentWeight.is_contiguous()) or x.is_neg()
+    got = module(x, (h0, c0))
+    assert torch.equal(got[0], expected[0])
+    assert all(torch.equal(a, b) for a, b in zip(got[1], expected[1], strict=True))
+
+
+def test_backward_through_an_op_called_without_training():
+    inputs = raw_inputs("lstm")
+    inputs["recurrentWeight"].requires_grad_()
+    h = op("lstm")(**inputs, training=False)[0]
+    with pytest.raises(RuntimeError, match=r"rnngraph\.lstm: backward needs .* training=True"):
+        h.sum().backward()
