@@ -1,0 +1,80 @@
+"""Where rnngraph's parallel sections run inside a PyTorch process: on torch's OpenMP threads
+by default (rnngraph.torch.set_thread_pool), with results bit-identical to rnngraph's own
+workers, and never on a pool a forked child did not inherit."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+
+import rnngraph
+import rnngraph.torch as rgt
+
+
+@pytest.fixture
+def pool_restored():
+    before = rgt.get_thread_pool()
+    yield
+    rgt.set_thread_pool(before)
+
+
+def _train_step(seed: int = 0) -> list[torch.Tensor]:
+    """Outputs and every gradient of a bidirectional LSTM step large enough to run in
+    parallel (T 6, N 16, H 64)."""
+    torch.manual_seed(seed)
+    module = rgt.LSTM(32, 64, descriptor=rnngraph.LSTMDescriptor(bidirectional=True))
+    x = torch.randn(6, 16, 32, requires_grad=True)
+    out, (h, c) = module(x)
+    (out.square().sum() + h.sum() + c.sum()).backward()
+    return [out.detach(), h.detach(), c.detach(), x.grad, *(p.grad for p in module.parameters())]
+
+
+def test_torch_pool_is_the_default_where_torch_runs_openmp():
+    assert "OpenMP" in torch.__config__.parallel_info()
+    assert rgt.get_thread_pool() == "torch"
+    assert "gomp" in rnngraph._native.core._host_openmp()
+
+
+def test_both_pools_give_bit_identical_results(pool_restored):
+    torch.set_num_threads(2)
+    rgt.set_thread_pool("torch")
+    on_torch = _train_step()
+    rgt.set_thread_pool("rnngraph")
+    assert rgt.get_thread_pool() == "rnngraph"
+    on_rnngraph = _train_step()
+    for a, b in zip(on_torch, on_rnngraph):
+        assert torch.equal(a, b)
+
+
+def test_an_unknown_pool_is_refused(pool_restored):
+    with pytest.raises(ValueError, match="set_thread_pool: expected 'torch' or 'rnngraph'"):
+        rgt.set_thread_pool("openmp")  # type: ignore[arg-type]
+
+
+SCRIPT = textwrap.dedent("""
+    import os, sys, torch
+    import rnngraph.torch as rgt
+    torch.set_num_threads(2)
+    sys.path.insert(0, {tests!r})
+    from pytorch.test_torch_pool import _train_step
+    parent = _train_step()          # on torch's OpenMP threads
+    pid = os.fork()
+    if pid == 0:                    # a child has no OpenMP pool: rnngraph's own workers
+        child = _train_step()
+        os._exit(0 if all(torch.equal(a, b) for a, b in zip(parent, child)) else 3)
+    _, status = os.waitpid(pid, 0)
+    print("child exit", os.waitstatus_to_exitcode(status))
+""")
+
+
+def test_a_forked_child_computes_on_its_own_workers(tmp_path):
+    tests = str(Path(__file__).resolve().parents[1])
+    result = subprocess.run([sys.executable, "-c", SCRIPT.format(tests=tests)],
+                            capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr
+    assert "child exit 0" in result.stdout, result.stdout + result.stderr
