@@ -56,6 +56,13 @@ def busy_processes():
             p.wait()
 
 
+def test_these_tests_run_on_rnngraphs_own_workers():
+    """Not on a host's OpenMP pool (tests/pytorch hands it back when it is done)."""
+    from rnngraph._native import core
+
+    assert core._host_openmp() == ""
+
+
 @pytest.mark.parametrize("shape", SHAPES, ids=["team", "rows"])
 def test_results_are_identical_under_load(shape, busy_processes):
     g, feeds, targets = training_graph(*shape)

@@ -1,6 +1,8 @@
 """Shared fixtures of the rnngraph.torch tests: raw-op inputs in SPEC.md section 1 layouts
 (keyed by the Swift labels, as NumPy float64 arrays from the seeded ``rng`` fixture) and the
-independent NumPy reference run on them."""
+independent NumPy reference run on them; and rnngraph's own workers back in charge once these
+tests are done (importing rnngraph.torch puts every rnngraph call of the process on torch's
+OpenMP threads, and the tests after this folder check rnngraph's own runtime)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,14 @@ import pytest
 import reference
 
 GATES = {"single_gate_rnn": 1, "lstm": 4, "gru": 3}
+
+
+@pytest.fixture(scope="package", autouse=True)
+def rnngraph_workers_afterwards():
+    yield
+    import rnngraph.torch
+
+    rnngraph.torch.set_thread_pool("rnngraph")
 REFERENCES = {"single_gate_rnn": reference.single_gate_rnn, "lstm": reference.lstm,
               "gru": reference.gru}
 
