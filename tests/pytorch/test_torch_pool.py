@@ -59,6 +59,7 @@ def test_an_unknown_pool_is_refused(pool_restored):
 SCRIPT = textwrap.dedent("""
     import os, sys, torch
     import rnngraph.torch as rgt
+    assert rgt.get_thread_pool() == "torch"   # the default on import
     torch.set_num_threads(2)
     sys.path.insert(0, {tests!r})
     from pytorch.test_torch_pool import _train_step
