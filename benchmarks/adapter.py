@@ -1,10 +1,10 @@
 """Training steps through rnngraph's PyTorch adapter (rnngraph.torch), for
 bench_torch_adapter.py.
 
-row_step: the row's layer as an rnngraph.torch module converted from the torch.nn module that
-peers.torch_step times (same weights, same inputs), and the same step: forward, then
-``output.backward(dy)`` with gradients of every parameter, the input and h0 (and c0). Rows
-without a torch twin (15, reset-before GRU) build the module from the row's descriptor.
+row_step: peers.torch_step's step (forward, then ``output.backward(dy)`` with gradients of
+every parameter, the input and h0, and c0) with the row's torch.nn module converted to its
+rnngraph.torch twin: same weights, same inputs. Rows without a torch twin (15, reset-before
+GRU) are not measured.
 
 model_step: a small language model (embedding, one recurrent layer, a linear head,
 cross-entropy), so torch's own layers run between rnngraph's forward and backward calls;
@@ -15,42 +15,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import peers
 from rows import Row
 
 MODEL = {"vocab": 2000, "embed": 256, "hidden": 512, "T": 35, "N": 16}  # a PTB-sized LM step
 
 
 def row_step(row: Row, seed: int = 0) -> Callable | None:
-    import torch
-
-    import rnngraph
     import rnngraph.torch as rt
 
-    torch.manual_seed(seed)
-    D = 2 if row.bidirectional else 1
-    if row.has_torch_twin:
-        twin = {"LSTM": torch.nn.LSTM, "GRU": torch.nn.GRU, "RNN": torch.nn.RNN}[row.cell]
-        ours = {"LSTM": rt.LSTM, "GRU": rt.GRU, "RNN": rt.SingleGateRNN}[row.cell]
-        rnn = ours.from_torch(twin(row.I, row.H, bidirectional=row.bidirectional))
-    else:
-        rnn = rt.GRU(row.I, row.H, descriptor=rnngraph.GRUDescriptor(
-            bidirectional=row.bidirectional, resetAfter=row.resetAfter))
+    twins = {"LSTM": rt.LSTM, "GRU": rt.GRU, "RNN": rt.SingleGateRNN}
     if row.mode != "train":
         return None
-    x = torch.randn(row.T, row.N, row.I, requires_grad=True)
-    state = [torch.randn(D, row.N, row.H, requires_grad=True)
-             for _ in range(2 if row.cell == "LSTM" else 1)]
-    hx = tuple(state) if row.cell == "LSTM" else state[0]
-    dy = torch.randn(row.T, row.N, D * row.H)
-    leaves = [x, *state, *rnn.parameters()]
-
-    def step():
-        for leaf in leaves:
-            leaf.grad = None
-        out, _ = rnn(x, hx)
-        out.backward(dy)
-
-    return step
+    return peers.torch_step(row, seed, wrap=twins[row.cell].from_torch)
 
 
 def model_step(recurrent: str, seed: int = 0) -> Callable:

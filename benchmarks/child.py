@@ -55,21 +55,15 @@ def maker(library: str, threads: int) -> Callable[[Row], Callable | None]:
         return ours.make_step
     import peers
 
-    if library == "torch":
-        import torch
-
-        torch.set_num_interop_threads(1)
-        torch.set_num_threads(threads)
-        return peers.torch_step
     if library == "onnxruntime":
         return functools.partial(peers.ort_step, threads=threads)
-    if library == "rnngraph.torch":
+    if library in ("torch", "rnngraph.torch"):
         import adapter
         import torch
 
         torch.set_num_interop_threads(1)
         torch.set_num_threads(threads)  # the adapter's rnngraph calls follow torch's count
-        return adapter.row_step
+        return peers.torch_step if library == "torch" else adapter.row_step
     raise ValueError(f"no such library {library!r}")
 
 

@@ -15,9 +15,10 @@ import numpy as np
 from rows import GATES, Row
 
 
-def torch_step(row: Row, seed: int = 0) -> Callable | None:
+def torch_step(row: Row, seed: int = 0, wrap: Callable | None = None) -> Callable | None:
     """nn.LSTM / nn.GRU / nn.RNN(tanh). infer: forward under inference_mode. train: forward +
-    backward(dy) with grads of every parameter, the input and h0 (and c0)."""
+    backward(dy) with grads of every parameter, the input and h0 (and c0). ``wrap(module)``
+    gives the module to time instead (the same weights in another implementation)."""
     import torch
 
     if not row.has_torch_twin:
@@ -26,6 +27,8 @@ def torch_step(row: Row, seed: int = 0) -> Callable | None:
     D = 2 if row.bidirectional else 1
     module = {"LSTM": torch.nn.LSTM, "GRU": torch.nn.GRU, "RNN": torch.nn.RNN}[row.cell]
     rnn = module(row.I, row.H, bidirectional=row.bidirectional)
+    if wrap is not None:
+        rnn = wrap(rnn)
     train = row.mode == "train"
     x = torch.randn(row.T, row.N, row.I, requires_grad=train)
     state = [torch.randn(D, row.N, row.H, requires_grad=train)

@@ -33,19 +33,14 @@ class Twin:
 
     torch_type: type[nn.Module]
     torch_gates: str  # torch's gate order, in rnngraph's gate letters
-    # The descriptor torch's module corresponds to (the defaults torch has no choice of).
-    default_activations: dict[str, RNNActivation]
+    # torch's gate activations are the descriptor's defaults (nn.RNN: tanh or relu, its choice)
+    fixed_activations: bool = True
 
 
 TWINS = {
-    "single_gate_rnn": Twin(nn.RNN, "h", {}),
-    "lstm": Twin(nn.LSTM, "ifzo", {
-        "inputGateActivation": RNNActivation.sigmoid, "forgetGateActivation": RNNActivation.sigmoid,
-        "cellGateActivation": RNNActivation.tanh, "outputGateActivation": RNNActivation.sigmoid,
-        "activation": RNNActivation.tanh}),
-    "gru": Twin(nn.GRU, "rzo", {
-        "updateGateActivation": RNNActivation.sigmoid, "resetGateActivation": RNNActivation.sigmoid,
-        "outputGateActivation": RNNActivation.tanh}),
+    "single_gate_rnn": Twin(nn.RNN, "h", fixed_activations=False),
+    "lstm": Twin(nn.LSTM, "ifzo"),
+    "gru": Twin(nn.GRU, "rzo"),
 }
 
 
@@ -136,7 +131,8 @@ def _check_twin(where: str, twin: Twin, module: _RecurrentModule) -> None:
         problems.append("no inputWeight (torch.nn always projects its input)")
     if descriptor.reverse and not descriptor.bidirectional:
         problems.append("reverse=True without bidirectional (torch.nn has no reverse-only layer)")
-    for name, value in twin.default_activations.items():
+    defaults = type(descriptor)._activations if twin.fixed_activations else {}
+    for name, value in defaults.items():
         if getattr(descriptor, name) != value:
             problems.append(f"{name}={getattr(descriptor, name).name} (torch.nn: {value.name})")
     if isinstance(descriptor, SingleGateRNNDescriptor) and descriptor.activation not in (

@@ -29,7 +29,7 @@ State = torch.Tensor | tuple[torch.Tensor, torch.Tensor]
 
 
 class _RecurrentModule(nn.Module):
-    """What the three modules share; each adds its cell and its extra parameters."""
+    """What the three modules share; each adds its cell (and the LSTM its peephole flag)."""
 
     _cell: ClassVar[_cells.TorchCell]
     # The parameters (SPEC.md section 1 layouts); None where the module has none.
@@ -40,7 +40,7 @@ class _RecurrentModule(nn.Module):
     def __init__(self, input_size: int | None, hidden_size: int, *, bias: bool = True,
                  descriptor: _Descriptor | None = None, dtype: torch.dtype | None = None,
                  device: torch.device | str | None = None, batch_first: bool = False,
-                 extra: tuple[str, ...] = ()) -> None:
+                 peephole: bool = False) -> None:
         super().__init__()
         where = f"rnngraph.torch.{type(self).__name__}"
         if batch_first:
@@ -64,7 +64,7 @@ class _RecurrentModule(nn.Module):
         if dtype not in (torch.float32, torch.float64):
             raise TypeError(f"{where}: dtype: expected torch.float32 or torch.float64, "
                             f"got {dtype}")
-        for name, shape in self._parameter_shapes(bias, extra).items():
+        for name, shape in self._parameter_shapes(bias, peephole).items():
             parameter = None if shape is None else nn.Parameter(torch.empty(shape, dtype=dtype))
             self.register_parameter(name, parameter)
         self.reset_parameters()
@@ -81,16 +81,16 @@ class _RecurrentModule(nn.Module):
         return self._descriptor.copy()
 
     def _parameter_shapes(self, bias: bool,
-                          extra: tuple[str, ...]) -> dict[str, tuple[int, ...] | None]:
+                          peephole: bool) -> dict[str, tuple[int, ...] | None]:
         G, H, D = self._cell.spec.gates, self.hidden_size, self.num_directions
         shapes: dict[str, tuple[int, ...] | None] = {
             "inputWeight": None if self.input_size is None else (D * G * H, self.input_size),
             "recurrentWeight": (2, G * H, H) if D == 2 else (G * H, H),
             "bias": (D * G * H,) if bias else None,
         }
-        if "peephole" in extra:
+        if peephole:  # (the LSTM's)
             shapes["peephole"] = (2, 4 * H) if D == 2 else (4 * H,)
-        if "secondaryBias" in extra:
+        if bias and self._options.get("resetAfter"):  # b2 of a resetAfter GRU
             shapes["secondaryBias"] = (D * H,)
         return shapes
 
@@ -127,11 +127,8 @@ class _RecurrentModule(nn.Module):
                              f"unbatched [T, {features}]), got shape {list(input.shape)}")
         N = source.shape[1]
         states = self._initial_states(where, hx, N, unbatched, dtype)
-        parameters = self._op_inputs()
-        for label, parameter in parameters.items():
-            if parameter is not None:
-                check_tensor(f"{where}: {label}", parameter)
-        inputs: dict[str, Any] = {"source": source, **parameters, **states,
+        # (A parameter off the CPU is named by the op: its fake kernel refuses mixed devices.)
+        inputs: dict[str, Any] = {"source": source, **self._op_inputs(), **states,
                                   "mask": self._mask(where, mask, dtype, unbatched)}
         needs_grad = torch.is_grad_enabled() and any(
             t is not None and t.requires_grad for t in inputs.values())
@@ -193,6 +190,8 @@ class _RecurrentModule(nn.Module):
         parameters = [f"{self.input_size}, {self.hidden_size}"]
         if self.bias is None:
             parameters.append("bias=False")
+        if getattr(self, "peephole", None) is not None:
+            parameters.append("peephole=True")
         return ", ".join([*parameters, f"descriptor={self._descriptor!r}"])
 
     # --- conversion ------------------------------------------------------------------------
@@ -232,8 +231,7 @@ class LSTM(_RecurrentModule):
                  dtype: torch.dtype | None = None, device: torch.device | str | None = None,
                  batch_first: bool = False) -> None:
         super().__init__(input_size, hidden_size, bias=bias, descriptor=descriptor, dtype=dtype,
-                         device=device, batch_first=batch_first,
-                         extra=("peephole",) if peephole else ())
+                         device=device, batch_first=batch_first, peephole=peephole)
 
 
 class GRU(_RecurrentModule):
@@ -246,7 +244,5 @@ class GRU(_RecurrentModule):
     def __init__(self, input_size: int | None, hidden_size: int, *, bias: bool = True,
                  descriptor: GRUDescriptor | None = None, dtype: torch.dtype | None = None,
                  device: torch.device | str | None = None, batch_first: bool = False) -> None:
-        reset_after = descriptor is not None and getattr(descriptor, "resetAfter", False)
         super().__init__(input_size, hidden_size, bias=bias, descriptor=descriptor, dtype=dtype,
-                         device=device, batch_first=batch_first,
-                         extra=("secondaryBias",) if bias and reset_after else ())
+                         device=device, batch_first=batch_first)

@@ -43,17 +43,19 @@ def _option_arguments(cell: TorchCell) -> list[str]:
             for name, default in cell.options]
 
 
+def _schema(cell: TorchCell, tensors: tuple[str, ...], last: list[str], returns: str) -> str:
+    arguments = [f"Tensor {label}" if label in cell.required else f"Tensor? {label}=None"
+                 for label in tensors]
+    return f"({', '.join([*arguments, *_option_arguments(cell), *last])}) -> {returns}"
+
+
 def forward_schema(cell: TorchCell) -> str:
-    tensors = [f"Tensor {label}" if label in cell.required else f"Tensor? {label}=None"
-               for label in cell.forward_inputs]
-    arguments = [*tensors, *_option_arguments(cell), f"bool {TRAINING[0]}={TRAINING[1]}"]
-    return f"({', '.join(arguments)}) -> ({', '.join('Tensor' for _ in cell.outputs)})"
+    outputs = f"({', '.join('Tensor' for _ in cell.outputs)})"
+    return _schema(cell, cell.forward_inputs, [f"bool {TRAINING[0]}={TRAINING[1]}"], outputs)
 
 
 def gradient_schema(cell: TorchCell) -> str:
-    tensors = [f"Tensor {label}" if label in cell.required else f"Tensor? {label}=None"
-               for label in cell.gradient_inputs]
-    return f"({', '.join([*tensors, *_option_arguments(cell)])}) -> Tensor[]"
+    return _schema(cell, cell.gradient_inputs, [], "Tensor[]")
 
 
 def _bind(names: Sequence[str], defaults: dict[str, Any], args: Sequence[Any],
@@ -179,9 +181,8 @@ def gradient_fake(cell: TorchCell, bound: dict[str, Any]) -> list[torch.Tensor]:
 
 # --- autograd ------------------------------------------------------------------------------
 
-def _setup_context(cell: TorchCell, ctx: Any, inputs: tuple[Any, ...],
-                   output: tuple[torch.Tensor, ...]) -> None:
-    names, defaults = _names_and_defaults(cell, cell.forward_inputs, training=True)
+def _setup_context(cell: TorchCell, names: list[str], defaults: dict[str, Any], ctx: Any,
+                   inputs: tuple[Any, ...], output: tuple[torch.Tensor, ...]) -> None:
     bound = _bind(names, defaults, inputs, {})
     mask = bound["mask"]
     if mask is not None and mask.requires_grad:
@@ -245,7 +246,8 @@ def _register(cell: TorchCell) -> None:
                                          device_types="cpu", schema=forward_schema(cell))
     forward_op.register_fake(forward_meta)
     forward_op.register_autograd(functools.partial(_backward, cell),
-                                 setup_context=functools.partial(_setup_context, cell))
+                                 setup_context=functools.partial(_setup_context, cell, names,
+                                                                 defaults))
     gradient_op = torch.library.custom_op(f"{NAMESPACE}::{cell.op}_gradients", gradients,
                                           mutates_args=(), device_types="cpu",
                                           schema=gradient_schema(cell))
