@@ -2,8 +2,10 @@
 
 #include <atomic>
 #include <dlfcn.h>
+#include <memory>
 #include <mutex>
 #include <unistd.h>
+#include <vector>
 
 #include "rnngraph/threads.hpp"
 
@@ -23,8 +25,9 @@ struct HostPool {
 };
 
 std::mutex adopt_mutex;
-// Never freed: a job may be running on a pool while another is adopted (there are at most a
-// few adoptions in a process's life).
+// Every pool looked up, kept for the process's life (a job may still run on one while another
+// is adopted) and reused when the same library is adopted again: one per library and process.
+std::vector<std::unique_ptr<HostPool>> known;  // guarded by adopt_mutex
 std::atomic<const HostPool*> adopted{nullptr};
 
 struct Team {
@@ -48,19 +51,23 @@ bool use_host_openmp(const std::string& library) {
     adopted.store(nullptr, std::memory_order_release);
     return true;
   }
+  for (const auto& pool : known) {
+    if (pool->path == library && pool->pid == getpid()) {
+      adopted.store(pool.get(), std::memory_order_release);
+      return true;
+    }
+  }
   void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_NOLOAD);  // only if already loaded
   if (!handle) return false;
-  auto pool = new HostPool;  // (see `adopted`)
+  auto pool = std::make_unique<HostPool>();
   pool->path = library;
   pool->parallel = reinterpret_cast<ParallelFn>(dlsym(handle, "GOMP_parallel"));
   pool->thread_num = reinterpret_cast<ThreadNumFn>(dlsym(handle, "omp_get_thread_num"));
   pool->pid = getpid();
   dlclose(handle);  // the host keeps it loaded
-  if (!pool->parallel || !pool->thread_num) {
-    delete pool;
-    return false;
-  }
-  adopted.store(pool, std::memory_order_release);
+  if (!pool->parallel || !pool->thread_num) return false;
+  adopted.store(pool.get(), std::memory_order_release);
+  known.push_back(std::move(pool));
   return true;
 }
 
