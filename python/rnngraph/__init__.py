@@ -19,7 +19,7 @@ from rnngraph.descriptors import (
     LSTMDescriptor,
     SingleGateRNNDescriptor,
 )
-from rnngraph.dtypes import DataType, float32, float64
+from rnngraph.dtypes import DataType, float32, float64, int32, int64
 from rnngraph.graph import Graph
 from rnngraph.tensor import Tensor
 
@@ -41,6 +41,8 @@ __all__ = [
     "float32",
     "float64",
     "get_num_threads",
+    "int32",
+    "int64",
     "kept_memory",
     "release_memory",
     "set_num_threads",

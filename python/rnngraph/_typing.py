@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from numpy.typing import NDArray
 
 from rnngraph._core import GRUOptions, LSTMOptions, SingleGateRNNOptions
 from rnngraph.dtypes import DataType
 from rnngraph.tensor import Tensor
+
+if TYPE_CHECKING:
+    from rnngraph.graph import Operation
 
 Shape: TypeAlias = tuple[int | None, ...]  # None: a dimension known only at run time
 # An op's run-time inputs by Swift label: numpy arrays, or None for an absent optional.
@@ -25,6 +28,16 @@ CoreOptions: TypeAlias = SingleGateRNNOptions | LSTMOptions | GRUOptions
 class GraphBuilder(Protocol):
     """What the op families (rnngraph.ops, mixed into Graph) use of their Graph."""
 
+    _ops: list[Operation]
+    _plans: dict[Any, Any]
+
+    def _own(self, tensor: object, where: str) -> Tensor:
+        ...
+
+    def _constant_array(self, value: Any, shape: Iterable[int] | None, dataType: Any,
+                        where: str) -> NDArray[Any]:
+        ...
+
     def _argument(self, value: object, where: str) -> Tensor | NDArray[Any] | None:
         ...
 
@@ -36,3 +49,10 @@ class GraphBuilder(Protocol):
              compute: Compute | None, outputs: Iterable[OutputSpec],
              attrs: dict[str, Any] | None = None) -> list[Tensor]:
         ...
+
+
+# An op kind's gradient rule (rnngraph.autodiff): (graph, op, the gradients of its outputs
+# (None for an output the loss does not reach), the input labels that need one) ->
+# {input label: its gradient}.
+Rule: TypeAlias = Callable[[GraphBuilder, "Operation", list[Tensor | None], set[str]],
+                           dict[str, Tensor]]

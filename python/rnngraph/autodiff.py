@@ -1,9 +1,10 @@
 """``Graph.gradients``: reverse-mode differentiation over the recorded ops.
 
-The backward walk is generic; what each op contributes is one entry of ``RULES``, keyed by
-op kind. An RNN forward op's rule adds the matching gradient op (the RNN gradient ops of
-SPEC.md section 6). ``of`` need not be a scalar: the gradient is that of ``sum(of)``, i.e.
-the walk starts from a tensor of ones, as MPSGraph does.
+The backward walk is generic and knows no op: what each op contributes is its entry in
+``RULES``, one rule per op kind, in one table. The walk visits only the ops on a path from
+a tensor of ``with_`` to ``of``, and asks each rule only for the inputs on such a path.
+Integer tensors carry no gradient. ``of`` need not be a scalar: the gradient is that of
+``sum(of)``, i.e. the walk starts from a tensor of ones, as MPSGraph does.
 """
 
 from __future__ import annotations
@@ -12,91 +13,152 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from rnngraph.ops.recurrent import forward_op, gradient_op
+from rnngraph.ops import (
+    activations,
+    arithmetic,
+    indexing,
+    loss,
+    operands,
+    optimizers,
+    reductions,
+    reshaping,
+    state,
+)
+from rnngraph.ops.recurrent import gradient_op
+from rnngraph.ops.operands import record
+from rnngraph.tensor import Tensor
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Iterable
 
+    from rnngraph._typing import GraphBuilder, Rule
     from rnngraph.graph import Graph, Operation
-    from rnngraph.tensor import Tensor
-
-    # d(sum(of))/d(tensor) for the tensors reached so far.
-    Cotangents = dict[Tensor, Tensor]
-    # An op kind's rule: (graph, op, cotangents) -> {input label: its gradient}.
-    Rule = Callable[[Graph, Operation, Cotangents], dict[str, Tensor]]
 
 
-def _ones_like(graph: Graph, t: Tensor) -> Tensor:
-    return graph._add("onesLike", None, {"x": t}, lambda a: [np.ones_like(a["x"])],
-                      [("", t.shape, t.dataType)])[0]
+def _ones_like(graph: GraphBuilder, t: Tensor) -> Tensor:
+    return record(graph, "onesLike", None, {"x": t}, lambda a: [np.ones_like(a["x"])],
+                  [(t.shape, t.dataType)])[0]
 
 
-def _zeros_like(graph: Graph, t: Tensor) -> Tensor:
-    return graph._add("zerosLike", None, {"x": t}, lambda a: [np.zeros_like(a["x"])],
-                      [("", t.shape, t.dataType)])[0]
+def _zeros_like(graph: GraphBuilder, t: Tensor) -> Tensor:
+    return record(graph, "zerosLike", None, {"x": t}, lambda a: [np.zeros_like(a["x"])],
+                  [(t.shape, t.dataType)])[0]
 
 
-def _add(graph: Graph, a: Tensor, b: Tensor) -> Tensor:
-    return graph._add("add", None, {"x": a, "y": b}, lambda v: [v["x"] + v["y"]],
-                      [("", a.shape, a.dataType)])[0]
+def _accumulate(graph: GraphBuilder, a: Tensor, b: Tensor) -> Tensor:
+    """Two gradients of one tensor (it feeds two ops), summed."""
+    return record(graph, "accumulate", None, {"x": a, "y": b}, lambda v: [v["x"] + v["y"]],
+                  [(a.shape, a.dataType)])[0]
 
 
-def _rnn_rule(graph: Graph, op: Operation, cotangent: Cotangents) -> dict[str, Tensor]:
-    """d(inputs) of an RNN forward op, through its gradient op."""
+def training_outputs(graph: GraphBuilder, op: Operation) -> dict[str, Tensor]:
+    """The recurrent forward ``op``'s outputs by name, with its training state: an op built
+    without ``training`` becomes a training op in place (its existing outputs unchanged, the
+    state added), so the forward pass runs once for the outputs and the gradient."""
+    spec, names = op.attrs["spec"], list(op.attrs["outputs"])
+    missing = [k for k in spec.training_outputs if k not in names]
+    if missing:
+        dtype = op.outputs[0].dataType
+        for k in missing:
+            op.outputs.append(Tensor(graph, op, len(op.outputs),  # type: ignore[arg-type]
+                                     op.attrs["shape_of"][k], dtype, f"{op.name}/{k}"))
+        names += missing
+        op.attrs["outputs"] = names
+        op.compute = op.attrs["compute_for"](names)
+        graph._plans.clear()  # plans that ran the op without its state
+    return dict(zip(names, op.outputs))
+
+
+def _rnn_rule(graph: GraphBuilder, op: Operation, grads: list[Tensor | None],
+              wanted: set[str]) -> dict[str, Tensor]:
+    """d(inputs) of a recurrent forward op, through its gradient op (SPEC.md section 6). The
+    LSTM's cell sequence c takes a gradient at every step (an internal input of the kernel)."""
     spec, descriptor = op.attrs["spec"], op.attrs["descriptor"]
-    outputs = dict(zip(op.attrs["outputs"], op.outputs))
-    if "zState" in outputs and outputs["zState"] in cotangent:
-        raise ValueError(f"gradients: {op.name}: zState is a saved training state, not differentiable")
-    if "c" in outputs and outputs["c"] in cotangent:
-        raise NotImplementedError(
-            f"gradients: {op.name}: differentiating through the LSTM cell sequence c is not "
-            "supported (LSTMGradients takes dL/dc for the final cell only)")
-    inputs = dict(op.inputs)
-    if "zState" in outputs:
-        saved = outputs
-    else:  # the op did not keep its training state: record a training twin of it
-        twin = descriptor.copy()
-        twin.training = True
-        names = list(spec.training_outputs)
-        tensors = forward_op(graph, spec, inputs, twin, f"{op.name}/training", lambda d: names)
-        saved = dict(zip(names, tensors))
-    arguments = dict(inputs, sourceGradient=cotangent[outputs["h"]], zState=saved["zState"])
+    given = dict(zip(op.attrs["outputs"], grads))
+    if given.get("zState") is not None:
+        raise ValueError(f"gradients: {op.name}: zState is a saved training state, not "
+                         "differentiable")
+    outputs = training_outputs(graph, op)
+    source_gradient = given.get("h")
+    if source_gradient is None:  # only c is used: dL/dh = 0
+        source_gradient = _zeros_like(graph, outputs["h"])
+    arguments = dict(op.inputs, sourceGradient=source_gradient, zState=outputs["zState"])
     if "outputFwd" in spec.gradient_required:
-        arguments["outputFwd"] = saved["h"]
+        arguments["outputFwd"] = outputs["h"]
     if "cellOutputFwd" in spec.gradient_required:
-        arguments["cellOutputFwd"] = saved["c"]
-    grads = gradient_op(graph, spec, arguments, descriptor, f"{op.name}/gradients")
-    returned = grads[0].op.attrs["returned"]
-    return dict(zip(returned, grads))
+        arguments["cellOutputFwd"] = outputs["c"]
+    if given.get("c") is not None:
+        arguments["cellSequenceGradient"] = given["c"]
+    result = gradient_op(graph, spec, arguments, descriptor, f"{op.name}/gradients")
+    returned = result[0].op.attrs["returned"]
+    return {label: g for label, g in zip(returned, result) if label in wanted}
 
 
-def _add_rule(graph: Graph, op: Operation, cotangent: Cotangents) -> dict[str, Tensor]:
-    g = cotangent[op.outputs[0]]
-    return {"x": g, "y": g}
+def _identity_rule(label: str) -> Rule:
+    return lambda graph, op, grads, wanted: {label: grads[0]}  # type: ignore[dict-item]
 
 
 RULES: dict[str, Rule] = {
     "singleGateRNN": _rnn_rule,
     "LSTM": _rnn_rule,
     "GRU": _rnn_rule,
-    "add": _add_rule,
-    "onesLike": lambda graph, op, cotangent: {},
-    "zerosLike": lambda graph, op, cotangent: {},
+    "accumulate": lambda graph, op, grads, wanted: {"x": grads[0], "y": grads[0]},  # type: ignore[dict-item]
+    "onesLike": lambda graph, op, grads, wanted: {},
+    "zerosLike": lambda graph, op, grads, wanted: {},
+    **operands.GRADIENT_RULES,
+    **state.GRADIENT_RULES,
+    **arithmetic.GRADIENT_RULES,
+    **activations.GRADIENT_RULES,
+    **reductions.GRADIENT_RULES,
+    **loss.GRADIENT_RULES,
+    **indexing.GRADIENT_RULES,
+    **reshaping.GRADIENT_RULES,
+    **optimizers.GRADIENT_RULES,
 }
+
+
+def _on_paths(ops: list[Operation], sources: set[Tensor]) -> tuple[list[Operation], set[Tensor]]:
+    """The ops (of ``ops``, in graph order) that read a float tensor depending on one of
+    ``sources``, and those tensors."""
+    live = {t for t in sources if t.dataType.is_float}
+    reached = []
+    for op in ops:
+        if any(t is not None and t in live for t in op.inputs.values()):
+            reached.append(op)
+            live.update(t for t in op.outputs if t.dataType.is_float)
+    return reached, live
 
 
 def gradients(graph: Graph, of: Tensor, with_: Iterable[Tensor]) -> dict[Tensor, Tensor]:
     of = graph._own(of, "gradients: of")
-    targets = [graph._own(t, "gradients: with_") for t in with_]
-    cotangent = {of: _ones_like(graph, of)}
-    for op in reversed(graph._ops_needed([of])):
-        if op.kind in ("placeholder", "constant") or not any(t in cotangent for t in op.outputs):
+    if isinstance(with_, Tensor):
+        raise TypeError("gradients: with_: expected a list of Tensors")
+    targets = tuple(graph._own(t, "gradients: with_") for t in with_)
+    if not of.dataType.is_float:
+        raise TypeError(f"gradients: of: {of.name!r} is {of.dataType.value}; only float "
+                        "tensors have gradients")
+    key = (of, targets)
+    if key in graph._gradients:
+        return dict(graph._gradients[key])
+    ops, live = _on_paths(graph._ops_needed([of]), set(targets))
+    cotangent: dict[Tensor, Tensor] = {}
+    if of in live:
+        cotangent[of] = _ones_like(graph, of)
+    for op in reversed(ops):
+        grads = [cotangent.get(t) for t in op.outputs]
+        if all(g is None for g in grads):
             continue
         rule = RULES.get(op.kind)
         if rule is None:
-            raise NotImplementedError(f"gradients: no gradient rule for {op.kind} ops")
-        for label, grad in rule(graph, op, cotangent).items():
-            source = op.inputs[label]  # a given input: rules return no gradient for None
-            cotangent[source] = (  # type: ignore[index]
-                grad if source not in cotangent else _add(graph, cotangent[source], grad))
-    return {t: cotangent[t] if t in cotangent else _zeros_like(graph, t) for t in targets}
+            raise NotImplementedError(f"gradients: no gradient rule for {op.kind} ops "
+                                      f"({op.name!r})")
+        wanted = {label for label, t in op.inputs.items() if t is not None and t in live}
+        for label, grad in rule(graph, op, grads, wanted).items():
+            source = op.inputs[label]
+            if source is None or source not in live:
+                continue
+            cotangent[source] = (grad if source not in cotangent
+                                 else _accumulate(graph, cotangent[source], grad))
+    result = {t: cotangent[t] if t in cotangent else _zeros_like(graph, t) for t in targets}
+    graph._gradients[key] = result
+    return dict(result)

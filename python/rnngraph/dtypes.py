@@ -1,4 +1,7 @@
-"""Data types: MPSGraph's ``MPSDataType`` for the two types rnngraph computes in."""
+"""Data types: MPSGraph's ``MPSDataType`` for the types rnngraph computes in.
+
+The recurrent ops compute in float32 and float64. The ops around them (indices for
+``gather`` and ``oneHot``, ``cast``) also take int32 and int64."""
 
 from __future__ import annotations
 
@@ -15,10 +18,12 @@ if TYPE_CHECKING:
 
 
 class DataType(enum.Enum):
-    """A tensor's element type (``rg.float32`` or ``rg.float64``)."""
+    """A tensor's element type: ``rg.float32``, ``rg.float64``, ``rg.int32`` or ``rg.int64``."""
 
     float32 = "float32"
     float64 = "float64"
+    int32 = "int32"
+    int64 = "int64"
 
     numpy: np.dtype[Any]
 
@@ -28,26 +33,39 @@ class DataType(enum.Enum):
     def __repr__(self) -> str:
         return f"rnngraph.{self.value}"
 
+    @property
+    def is_float(self) -> bool:
+        """float32 or float64: the types that carry gradients."""
+        return self.numpy.kind == "f"
+
 
 float32 = DataType.float32
 float64 = DataType.float64
+int32 = DataType.int32
+int64 = DataType.int64
+FLOAT_TYPES = "rnngraph.float32 or rnngraph.float64"
+ANY_TYPE = "rnngraph.float32, float64, int32 or int64"
 
 
-def as_data_type(value: DataType | DTypeLike, where: str) -> DataType:
-    """Accept rg.float32/rg.float64, NumPy dtypes/types or their names."""
-    if isinstance(value, DataType):
-        return value
+def as_data_type(value: DataType | DTypeLike, where: str, floats_only: bool = False) -> DataType:
+    """Accept a DataType, a NumPy dtype or type, or its name. ``floats_only``: float32 and
+    float64 only (what a recurrent op or a differentiable value needs)."""
+    wanted = FLOAT_TYPES if floats_only else ANY_TYPE
     if value is None:  # NumPy would read None as float64
-        raise TypeError(f"{where}: expected rnngraph.float32 or rnngraph.float64, got None")
-    try:
-        dtype = np.dtype(value)
-    except TypeError:
-        raise TypeError(f"{where}: expected rnngraph.float32 or rnngraph.float64, got {value!r}") from None
-    if dtype == np.float32:
-        return DataType.float32
-    if dtype == np.float64:
-        return DataType.float64
-    raise TypeError(f"{where}: expected rnngraph.float32 or rnngraph.float64, got {dtype}")
+        raise TypeError(f"{where}: expected {wanted}, got None")
+    if isinstance(value, DataType):
+        found = value
+    else:
+        try:
+            dtype = np.dtype(value)
+        except TypeError:
+            raise TypeError(f"{where}: expected {wanted}, got {value!r}") from None
+        if dtype.name not in DataType.__members__:
+            raise TypeError(f"{where}: expected {wanted}, got {dtype}")
+        found = DataType[dtype.name]
+    if floats_only and not found.is_float:
+        raise TypeError(f"{where}: expected {wanted}, got {found.value}")
+    return found
 
 
 def dense(array: ArrayLike, dtype: DTypeLike | None = None) -> NDArray[Any]:

@@ -13,9 +13,17 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 import numpy as np
 
 from rnngraph.dtypes import DataType, as_data_type, broadcast_view, dense, naming_memory_errors
+from rnngraph.ops.activations import ActivationOps
+from rnngraph.ops.arithmetic import ArithmeticOps
 from rnngraph.ops.gru import GRUOps
+from rnngraph.ops.indexing import IndexingOps
+from rnngraph.ops.loss import LossOps
 from rnngraph.ops.lstm import LSTMOps
+from rnngraph.ops.optimizers import OptimizerOps
+from rnngraph.ops.reductions import ReductionOps
+from rnngraph.ops.reshaping import ReshapingOps
 from rnngraph.ops.single_gate_rnn import SingleGateRNNOps
+from rnngraph.ops.state import StateOps
 from rnngraph.tensor import Tensor
 
 if TYPE_CHECKING:
@@ -68,6 +76,14 @@ def _feed_array(tensor: Tensor, value: ArrayLike) -> NDArray[Any]:
         return value  # the common case: already what the op needs
     where = f"run: feed for {tensor.name!r}"
     array = _real_array(value, where)
+    if not tensor.dataType.is_float and array.dtype.kind == "f":
+        raise TypeError(f"{where}: expected integers for a {tensor.dataType.value} placeholder, "
+                        f"got {array.dtype}")
+    if array.dtype.kind in "iu" and not tensor.dataType.is_float and array.size and not np.can_cast(
+            array.dtype, tensor.dataType.numpy):
+        limits = np.iinfo(tensor.dataType.numpy)
+        if array.min() < limits.min or array.max() > limits.max:
+            raise ValueError(f"{where}: values outside the range of {tensor.dataType.value}")
     if array.ndim != len(tensor.shape) or any(
         d is not None and d != a for d, a in zip(tensor.shape, array.shape)
     ):
@@ -79,8 +95,10 @@ def _feed_array(tensor: Tensor, value: ArrayLike) -> NDArray[Any]:
         return dense(array, tensor.dataType.numpy)
 
 
-class Graph(SingleGateRNNOps, LSTMOps, GRUOps):
-    """A graph of RNN ops, built with MPSGraph's method and argument names.
+class Graph(SingleGateRNNOps, LSTMOps, GRUOps, StateOps, ArithmeticOps, ActivationOps,
+            ReductionOps, LossOps, IndexingOps, ReshapingOps, OptimizerOps):
+    """A graph of MPSGraph ops (the recurrent ops and the ops a training step needs around
+    them), built with MPSGraph's method and argument names.
 
     >>> g = Graph()
     >>> x = g.placeholder(shape=(T, N, I), dataType=float32, name="x")
@@ -96,6 +114,8 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps):
         self._ops: list[Operation] = []
         self._names = itertools.count()
         self._plans: dict[tuple[tuple[Tensor, ...], int], _Plan] = {}
+        # gradients(of, with_) recorded so far: called again, it returns the same tensors.
+        self._gradients: dict[tuple[Tensor, tuple[Tensor, ...]], dict[Tensor, Tensor]] = {}
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Graph:
         """A Graph of copied ops and tensors that refer to the copy (their weak references
@@ -106,6 +126,7 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps):
         new._ops = copy.deepcopy(self._ops, memo)
         new._names = itertools.count(len(self._ops))
         new._plans = {}
+        new._gradients = copy.deepcopy(self._gradients, memo)
         return new
 
     # -- building -----------------------------------------------------------------------
@@ -152,7 +173,8 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps):
                     name: str | None = None) -> Tensor:
         """A tensor fed at run time. ``None`` in ``shape`` marks a dimension known only then.
 
-        ``dataType``: ``rg.float32`` or ``rg.float64`` (or the NumPy dtype or its name)."""
+        ``dataType``: ``rg.float32``, ``rg.float64``, ``rg.int32`` or ``rg.int64`` (or the
+        NumPy dtype or its name)."""
         dtype = as_data_type(dataType, "placeholder: dataType")
         try:
             dims = tuple(shape)
@@ -178,12 +200,22 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps):
                   where: str) -> Tensor:
         """``constant``, its errors naming ``where`` (``constant``, or the op and label of
         an array given as an op's input)."""
+        array = self._constant_array(value, shape, dataType, where)
+        return self._add("constant", name, {}, None, [("", array.shape, DataType(array.dtype.name))],
+                         {"value": array})[0]
+
+    def _constant_array(self, value: ArrayLike, shape: Iterable[int] | None,
+                        dataType: DataType | DTypeLike | None, where: str) -> NDArray[Any]:
+        """``value`` checked and converted to one dense, read-only array (of ``shape``)."""
         array = _real_array(value, f"{where}: value")
         if dataType is None:
             dataType = DataType.float64 if array.dtype == np.float64 else DataType.float32
         dtype = as_data_type(dataType, f"{where}: dataType")
+        if not dtype.is_float and array.dtype.kind == "f":
+            raise TypeError(f"{where}: value: expected integers for a {dtype.value} constant, "
+                            f"got {array.dtype}")
         if shape is not None:
-            dims = _constant_shape(shape)
+            dims = _constant_shape(shape, where)
             if math.prod(dims) * dtype.numpy.itemsize > sys.maxsize:
                 raise MemoryError(f"{where}: shape: {list(dims)} holds {math.prod(dims)} "
                                   "elements, more than an array can address")
@@ -197,23 +229,27 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps):
         with naming_memory_errors(where):
             array = np.array(array, dtype=dtype.numpy, order="C")  # one dense copy
         array.setflags(write=False)
-        return self._add("constant", name, {}, None, [("", array.shape, dtype)], {"value": array})[0]
+        return array
 
     # -- running ------------------------------------------------------------------------
     def run(self, feeds: Mapping[Tensor, ArrayLike] | None = None,
-            targetTensors: Sequence[Tensor] | None = None) -> dict[Tensor, NDArray[Any]]:
-        """Evaluate ``targetTensors`` (a list, required) given ``feeds`` (a dict
-        {placeholder: array}, each shaped like its placeholder); returns {Tensor: numpy.ndarray}."""
+            targetTensors: Sequence[Tensor] | None = None,
+            targetOperations: Sequence[Operation] | None = None) -> dict[Tensor, NDArray[Any]]:
+        """Evaluate ``targetTensors`` (a list) given ``feeds`` (a dict {placeholder: array},
+        each shaped like its placeholder), and run ``targetOperations`` (assigns); returns
+        {Tensor: numpy.ndarray} for ``targetTensors``. Every read in a run sees the variables'
+        values from before the run; its assigns take effect together when it ends."""
         feeds = {} if feeds is None else feeds
         if not isinstance(feeds, dict):
             raise TypeError("run: feeds: expected a dict {placeholder Tensor: array}")
-        if targetTensors is None or isinstance(targetTensors, Tensor):
+        if isinstance(targetTensors, Tensor) or (targetTensors is None and not targetOperations):
             raise TypeError("run: targetTensors: expected a list of Tensors")
-        targets = tuple(targetTensors)
+        targets = tuple(targetTensors or ())
         ref = self._ref
         for t in targets:
             if type(t) is not Tensor or t._graph is not ref:
                 self._own(t, "run: targetTensors")  # raises the error that fits
+        assigns = self._target_operations(targetOperations)
         values: dict[Tensor, NDArray[Any]] = {}
         views: list[Tensor] = []  # broadcast feeds kept as views (see _feed_array)
         for tensor, value in feeds.items():
@@ -225,7 +261,7 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps):
             if array is not value and not array.flags.c_contiguous:
                 views.append(tensor)
 
-        plan = self._plan(targets)
+        plan = self._plan(targets + assigns)
         for placeholder in plan.placeholders:
             if placeholder not in values:
                 raise ValueError(f"run: placeholder {placeholder.op.name!r} needs a feed")
@@ -237,9 +273,30 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps):
                 values[tensor] = result
             for tensor in freed:  # intermediates past their last use
                 del values[tensor]
+        for assigned in assigns:  # together, after every read of the run
+            assigned.op.attrs["value"].array = values[assigned]
         if views:  # a placeholder among the targets returns its feed, dense
             values.update((t, dense(values[t])) for t in views if t in targets)
         return {t: values[t] for t in targets}
+
+    def _target_operations(self, operations: Sequence[Operation] | None) -> tuple[Tensor, ...]:
+        """The assigns' new values (the tensors a run computes for them), checked."""
+        if operations is None:
+            return ()
+        if isinstance(operations, Operation) or not isinstance(operations, (list, tuple)):
+            raise TypeError("run: targetOperations: expected a list of Operations")
+        found = []
+        for op in operations:
+            if not isinstance(op, Operation):
+                raise TypeError("run: targetOperations: expected Operations (from assign), "
+                                f"got {type(op).__name__}")
+            if not op.outputs or op.outputs[0]._graph is not self._ref:
+                raise ValueError(f"run: targetOperations: {op.name!r} belongs to another Graph")
+            if op.kind != "assign":
+                raise ValueError(f"run: targetOperations: {op.name!r} is a {op.kind} op; only "
+                                 "assign operations are run for their effect")
+            found.append(op.outputs[0])
+        return tuple(found)
 
     def _plan(self, targets: tuple[Tensor, ...]) -> _Plan:
         """What a run of ``targets`` does; cached until the graph grows."""
@@ -261,8 +318,12 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps):
         return [op for op in self._ops if op in needed]
 
     # -- differentiation ------------------------------------------------------------------
-    def gradients(self, of: Tensor, with_: Iterable[Tensor]) -> dict[Tensor, Tensor]:
-        """Add the backward ops for d(sum(of))/d(t) for each t in ``with_``: {t: gradient}."""
+    def gradients(self, of: Tensor, with_: Iterable[Tensor],
+                  name: str | None = None) -> dict[Tensor, Tensor]:
+        """Add the backward ops for d(sum(of))/d(t) for each t in ``with_`` (``of`` is usually
+        a scalar loss): {t: gradient shaped like t}. Integer tensors and tensors ``of`` does
+        not depend on get zeros. Called again for the same ``of`` and ``with_``, it returns
+        the tensors it recorded the first time."""
         from rnngraph.autodiff import gradients
 
         return gradients(self, of, with_)
@@ -273,14 +334,14 @@ def _is_size(d: object) -> TypeGuard[int | np.integer[Any]]:
     return not isinstance(d, bool) and isinstance(d, (int, np.integer)) and bool(d >= 0)
 
 
-def _constant_shape(shape: Iterable[object]) -> tuple[int, ...]:
+def _constant_shape(shape: Iterable[object], where: str) -> tuple[int, ...]:
     try:
         dims = tuple(shape)
     except TypeError:
-        raise TypeError(f"constant: shape: expected a sequence of sizes, got {shape!r}") from None
+        raise TypeError(f"{where}: shape: expected a sequence of sizes, got {shape!r}") from None
     sizes = [d for d in dims if _is_size(d)]
     if len(sizes) != len(dims):
-        raise ValueError(f"constant: shape: sizes must be non-negative ints, got {shape!r}")
+        raise ValueError(f"{where}: shape: sizes must be non-negative ints, got {shape!r}")
     return tuple(int(d) for d in sizes)
 
 

@@ -56,7 +56,8 @@ CONSTANT_ERRORS = {
     "complex": ({"value": np.zeros(2, complex)}, TypeError, "value"),
     "bool": ({"value": [True, False]}, TypeError, "value"),
     "strings": ({"value": ["1.0"]}, TypeError, "value"),
-    "int-dataType": ({"value": np.zeros(2), "dataType": "int32"}, TypeError, "dataType"),
+    "float16-dataType": ({"value": np.zeros(2), "dataType": "float16"}, TypeError, "dataType"),
+    "fractions-for-int32": ({"value": np.zeros(2), "dataType": "int32"}, TypeError, "value"),
 }
 
 
@@ -79,9 +80,9 @@ def test_constant_still_fills_reshapes_and_converts():
     assert not out[filled].flags.writeable and out[filled].flags.c_contiguous
 
 
-@pytest.mark.parametrize("dataType", [None, "int32", np.complex64, "float16", bool, object],
-                         ids=["None", "int32", "complex64", "float16", "bool", "object"])
-def test_placeholder_needs_a_float_data_type(dataType):
+@pytest.mark.parametrize("dataType", [None, "uint8", np.complex64, "float16", bool, object],
+                         ids=["None", "uint8", "complex64", "float16", "bool", "object"])
+def test_placeholder_needs_a_supported_data_type(dataType):
     with pytest.raises(TypeError, match="^placeholder: dataType: expected rnngraph.float32"):
         rg.Graph().placeholder(shape=(T, N, I), dataType=dataType, name="x")
 

@@ -184,7 +184,7 @@ def graph_spec(draw: st.DrawFn) -> dict[str, Any]:
              "feed_key_str", "feed_output", "missing_feed")))}
     elif kind == "placeholder_dtype_bad":
         mut = {"kind": kind, "label": "source", "arg": draw(st.sampled_from(
-            ("int32", "complex64", "bool", "float16", "object", "nonsense", "U3")))}
+            ("uint8", "complex64", "bool", "float16", "object", "nonsense", "U3")))}
     elif kind == "placeholder_shape_bad":
         mut = {"kind": kind, "label": "source", "arg": draw(st.sampled_from(
             ("negative", "float", "str", "int", "none", "bool", "nested")))}

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     from rnngraph._core import PackedWeights
-    from rnngraph._typing import CoreOptions, GraphBuilder, RunArrays
+    from rnngraph._typing import Compute, CoreOptions, GraphBuilder, RunArrays
     from rnngraph.descriptors import _Descriptor
 
     # An op's arguments by Swift label, as given (arrays become constants) or as recorded.
@@ -105,6 +105,9 @@ def collect_inputs(graph: GraphBuilder, op: str, arguments: Arguments,
         if inputs[label] is None:
             raise ValueError(f"{op}: {label} is required")
     if isinstance(source, Tensor):
+        if not source.dataType.is_float:
+            raise TypeError(f"{op}: source: expected dataType float32 or float64, got "
+                            f"{source.dataType.value}")
         return inputs, source.dataType
     return inputs, DataType.float64 if source.dtype == np.float64 else DataType.float32
 
@@ -136,7 +139,6 @@ def forward_op(graph: GraphBuilder, spec: CellSpec, arguments: Arguments,
     shape_of = {"h": (T, N, DH), "c": (T, N, DH), "zState": (T, N, DGH)}
     wanted = outputs_for(descriptor)
     options = spec.core_options(descriptor)  # parsed once, used every run
-    training = "zState" in wanted
 
     static = fully_known(tensors)
     # Weights that are graph constants are packed for the kernels once, at the first run, and
@@ -145,22 +147,32 @@ def forward_op(graph: GraphBuilder, spec: CellSpec, arguments: Arguments,
     constant_weights = all(t is None or t.op.kind == "constant" for t in weights)
     packed: PackedWeights | None = None
 
-    def compute(arrays: RunArrays) -> list[NDArray[Any]]:
-        nonlocal packed
-        # Shapes known when building were checked then, and feeds are checked against their
-        # placeholders; only dimensions left open need the checks again now.
-        run_sizes = sizes if static else infer_sizes(op, spec, arrays, bidirectional)
-        with naming_memory_errors(op):
-            dense = normalise(arrays, run_sizes, bidirectional, open_shapes=not static)
-        if constant_weights and packed is None:
-            packed = _core.pack_forward_weights(options, dense["recurrentWeight"],
-                                                dense["inputWeight"])
-        h, c, z = _core.rnn_forward(options, dense, training=training, packed=packed)
-        produced: dict[str, Any] = {"h": h, "c": c, "zState": z}  # None: not made
-        return [produced[k] for k in wanted]
+    def compute_for(names: list[str]) -> Compute:
+        """The op's run-time computation returning ``names`` (training when zState is one)."""
+        training = "zState" in names
 
-    return graph._add(op, name, tensors, compute, [(k, shape_of[k], dtype) for k in wanted],
-                      {"descriptor": descriptor, "spec": spec, "outputs": wanted})
+        def compute(arrays: RunArrays) -> list[NDArray[Any]]:
+            nonlocal packed
+            # Shapes known when building were checked then, and feeds are checked against
+            # their placeholders; only dimensions left open need the checks again now.
+            run_sizes = sizes if static else infer_sizes(op, spec, arrays, bidirectional)
+            with naming_memory_errors(op):
+                dense = normalise(arrays, run_sizes, bidirectional, open_shapes=not static)
+            if constant_weights and packed is None:
+                packed = _core.pack_forward_weights(options, dense["recurrentWeight"],
+                                                    dense["inputWeight"])
+            h, c, z = _core.rnn_forward(options, dense, training=training, packed=packed)
+            produced: dict[str, Any] = {"h": h, "c": c, "zState": z}  # None: not made
+            return [produced[k] for k in names]
+
+        return compute
+
+    # (autodiff turns a non-training op into a training one, keeping its outputs, when a
+    # gradient needs its state: "compute_for" and "shape_of" let it add the missing ones.)
+    return graph._add(op, name, tensors, compute_for(wanted),
+                      [(k, shape_of[k], dtype) for k in wanted],
+                      {"descriptor": descriptor, "spec": spec, "outputs": wanted,
+                       "compute_for": compute_for, "shape_of": shape_of})
 
 
 def gradient_op(graph: GraphBuilder, spec: CellSpec, arguments: Arguments,
