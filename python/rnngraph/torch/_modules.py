@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from rnngraph.descriptors import GRUDescriptor, LSTMDescriptor, SingleGateRNNDescriptor
-from rnngraph.torch import _cells, _convert
+from rnngraph.torch import _cells, _convert, _direct
 from rnngraph.torch._arrays import check_tensor
 
 if TYPE_CHECKING:
@@ -132,8 +132,7 @@ class _RecurrentModule(nn.Module):
                                   "mask": self._mask(where, mask, dtype, unbatched)}
         needs_grad = torch.is_grad_enabled() and any(
             t is not None and t.requires_grad for t in inputs.values())
-        op = getattr(torch.ops.rnngraph, self._cell.op)
-        outputs = op(**inputs, **self._options, training=needs_grad)
+        outputs = _direct.call(self._cell, inputs, self._options, needs_grad)
         final = [self._torch_state(s, N, unbatched) for s in outputs[1:1 + len(states)]]
         output = outputs[0].squeeze(1) if unbatched else outputs[0]
         state: State = (final[0], final[1]) if self._cell.has_cell else final[0]

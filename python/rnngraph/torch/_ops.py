@@ -67,8 +67,10 @@ def _bind(names: Sequence[str], defaults: dict[str, Any], args: Sequence[Any],
     return bound
 
 
-def _names_and_defaults(cell: TorchCell, tensors: tuple[str, ...],
-                        training: bool) -> tuple[list[str], dict[str, Any]]:
+@functools.lru_cache(maxsize=32)
+def names_and_defaults(cell: TorchCell, tensors: tuple[str, ...],
+                       training: bool) -> tuple[list[str], dict[str, Any]]:
+    """An op's argument names in schema order and their defaults (shared: not to be changed)."""
     defaults: dict[str, Any] = {label: None for label in tensors}
     defaults.update(cell.options)
     if training:
@@ -79,6 +81,31 @@ def _names_and_defaults(cell: TorchCell, tensors: tuple[str, ...],
 @functools.lru_cache(maxsize=512)
 def _core_options(cell: TorchCell, options: tuple[tuple[str, Any], ...]) -> CoreOptions:
     return cell.spec.options_type(**dict(options))
+
+
+class _Shaped:
+    """Stands for an input in ``infer_sizes``, which reads only shapes."""
+
+    __slots__ = ("shape",)
+
+    def __init__(self, shape: tuple[int, ...]) -> None:
+        self.shape = shape
+
+
+@functools.lru_cache(maxsize=512)
+def _checked_sizes(op: str, cell: TorchCell, shapes: tuple[tuple[int, ...] | None, ...],
+                   labels: tuple[str, ...], bidirectional: bool) -> dict[str, Any]:
+    """``infer_sizes`` for one signature of input shapes, checked once (a training loop calls
+    with the same shapes every step; a wrong shape raises and is never cached)."""
+    shaped = {label: None if shape is None else _Shaped(shape)
+              for label, shape in zip(labels, shapes)}
+    return infer_sizes(op, cell.spec, shaped, bidirectional)  # type: ignore[arg-type]
+
+
+def _sizes(op: str, cell: TorchCell, labels: tuple[str, ...], arrays: dict[str, Any],
+           bidirectional: bool) -> dict[str, Any]:
+    shapes = tuple(None if arrays[label] is None else arrays[label].shape for label in labels)
+    return _checked_sizes(op, cell, shapes, labels, bidirectional)
 
 
 def _options(cell: TorchCell, bound: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
@@ -109,12 +136,14 @@ def final_step(sequence: NDArray[Any], reverse: bool, bidirectional: bool,
 
 # --- kernels -------------------------------------------------------------------------------
 
-def forward_kernel(cell: TorchCell, bound: dict[str, Any]) -> tuple[torch.Tensor, ...]:
+def forward_arrays(cell: TorchCell, bound: dict[str, Any]) -> dict[str, NDArray[Any]]:
+    """The forward op on ``bound`` (tensors by label, options): its outputs by name, as the
+    arrays the core wrote."""
     op = cell.spec.name
     arrays = _arrays(op, cell.forward_inputs, bound)
     options = _options(cell, bound)
     reverse, bidirectional = bound["reverse"], bound["bidirectional"]
-    sizes = infer_sizes(op, cell.spec, arrays, bidirectional)
+    sizes = _sizes(op, cell, cell.forward_inputs, arrays, bidirectional)
     with naming_memory_errors(op):
         dense = normalise(arrays, sizes, bidirectional)
     follow_torch()
@@ -125,6 +154,11 @@ def forward_kernel(cell: TorchCell, bound: dict[str, Any]) -> tuple[torch.Tensor
         "state": final_step(h, reverse, bidirectional, dense["initState"], N, DH)}
     if c is not None:  # the LSTM's
         produced["cell"] = final_step(c, reverse, bidirectional, dense["initCell"], N, DH)
+    return produced
+
+
+def forward_kernel(cell: TorchCell, bound: dict[str, Any]) -> tuple[torch.Tensor, ...]:
+    produced = forward_arrays(cell, bound)
     return tuple(as_tensor(produced[name]) for name in cell.outputs)
 
 
@@ -133,17 +167,23 @@ def _returned(cell: TorchCell, given: dict[str, Any]) -> list[str]:
     return [label for label in cell.spec.returned if given.get(label) is not None]
 
 
-def gradient_kernel(cell: TorchCell, bound: dict[str, Any]) -> list[torch.Tensor]:
+def gradient_arrays(cell: TorchCell, arrays: dict[str, Any],
+                    bound: dict[str, Any]) -> dict[str, NDArray[Any]]:
+    """The gradient op on ``arrays`` (NumPy, by label) and the options in ``bound``: one
+    gradient per given differentiable input, by label, shaped like it."""
     op = cell.spec.gradient_name
-    arrays = _arrays(op, cell.gradient_inputs, bound)
     bidirectional = bound["bidirectional"]
-    sizes = infer_sizes(op, cell.spec, arrays, bidirectional)
+    sizes = _sizes(op, cell, cell.gradient_inputs, arrays, bidirectional)
     with naming_memory_errors(op):
         dense = normalise(arrays, sizes, bidirectional)
     follow_torch()
     grads = _core.rnn_gradients(_core_options(cell, _options(cell, bound)), dense)
-    return [as_tensor(grads[label].reshape(arrays[label].shape))
-            for label in _returned(cell, arrays)]
+    return {label: grads[label].reshape(arrays[label].shape) for label in _returned(cell, arrays)}
+
+
+def gradient_kernel(cell: TorchCell, bound: dict[str, Any]) -> list[torch.Tensor]:
+    arrays = _arrays(cell.spec.gradient_name, cell.gradient_inputs, bound)
+    return [as_tensor(g) for g in gradient_arrays(cell, arrays, bound).values()]
 
 
 # --- fake kernels (shapes only) --------------------------------------------------------------
@@ -181,13 +221,16 @@ def gradient_fake(cell: TorchCell, bound: dict[str, Any]) -> list[torch.Tensor]:
 
 # --- autograd ------------------------------------------------------------------------------
 
-def _setup_context(cell: TorchCell, names: list[str], defaults: dict[str, Any], ctx: Any,
-                   inputs: tuple[Any, ...], output: tuple[torch.Tensor, ...]) -> None:
-    bound = _bind(names, defaults, inputs, {})
-    mask = bound["mask"]
+def check_mask(cell: TorchCell, mask: torch.Tensor | None) -> None:
     if mask is not None and mask.requires_grad:
         raise ValueError(f"rnngraph.{cell.op}: mask: the mask is a constant and gets no "
                          "gradient, but it requires grad; pass mask.detach()")
+
+
+def _setup_context(cell: TorchCell, names: list[str], defaults: dict[str, Any], ctx: Any,
+                   inputs: tuple[Any, ...], output: tuple[torch.Tensor, ...]) -> None:
+    bound = _bind(names, defaults, inputs, {})
+    check_mask(cell, bound["mask"])
     outputs = dict(zip(cell.outputs, output))
     ctx.set_materialize_grads(False)  # an unused output's gradient stays None, not zeros
     ctx.mark_non_differentiable(*(outputs[name] for name in cell.saved_outputs.values()
@@ -198,26 +241,47 @@ def _setup_context(cell: TorchCell, names: list[str], defaults: dict[str, Any], 
                           *(outputs[name] for name in cell.saved_outputs.values()))
 
 
-def _backward(cell: TorchCell, ctx: Any, *grads: torch.Tensor | None) -> tuple[Any, ...]:
-    if not ctx.training:
+def check_training(cell: TorchCell, training: bool) -> None:
+    if not training:
         raise RuntimeError(f"rnngraph.{cell.op}: backward needs the forward op called with "
                            "training=True (it saves zState for the gradient op)")
+
+
+def gradient_arguments(cell: TorchCell, inputs: dict[str, Any], outputs: dict[str, Any],
+                       grad: dict[str, torch.Tensor | None],
+                       bidirectional: bool) -> dict[str, Any]:
+    """The gradient op's arguments by label: the forward op's ``inputs``, its saved
+    ``outputs`` (by output name) and the gradients ``grad`` of its outputs (by name; None
+    where unused)."""
+    sequence_gradient = grad["h"]
+    if sequence_gradient is None:  # the sequence unused (only the final states): dL/dh = 0
+        source, weight = inputs["source"], inputs["recurrentWeight"]
+        D = 2 if bidirectional else 1
+        sequence_gradient = source.new_zeros((source.shape[0], source.shape[1],
+                                              D * weight.shape[-1]))
+    from_output = {"sourceGradient": sequence_gradient, "stateGradient": grad.get("state"),
+                   "cellGradient": grad.get("cell")}
+    return {label: from_output[label] if label in from_output
+            else outputs[cell.saved_outputs[label]] if label in cell.saved_outputs
+            else inputs[label]
+            for label in cell.gradient_inputs}
+
+
+def _gradient_op(cell: TorchCell, arguments: dict[str, Any]) -> Sequence[torch.Tensor]:
+    """The registered gradient op (what autograd through ``torch.ops.rnngraph`` calls)."""
+    gradient_op = getattr(getattr(torch.ops, NAMESPACE), f"{cell.op}_gradients")
+    return gradient_op(**arguments)  # type: ignore[no-any-return]
+
+
+def _backward(cell: TorchCell, ctx: Any, *grads: torch.Tensor | None) -> tuple[Any, ...]:
+    check_training(cell, ctx.training)
     saved = ctx.saved_tensors
     count = len(cell.forward_inputs)
     inputs = dict(zip(cell.forward_inputs, saved[:count]))
     outputs = dict(zip(cell.saved_outputs.values(), saved[count:]))
-    grad = dict(zip(cell.outputs, grads))
-    if grad["h"] is None:  # the sequence unused (only the final states): dL/dh = 0
-        source, weight = inputs["source"], inputs["recurrentWeight"]
-        D = 2 if ctx.bound_options["bidirectional"] else 1
-        grad["h"] = source.new_zeros((source.shape[0], source.shape[1], D * weight.shape[-1]))
-    from_output = {"sourceGradient": "h", "stateGradient": "state", "cellGradient": "cell"}
-    arguments = {label: grad[from_output[label]] if label in from_output
-                 else outputs[cell.saved_outputs[label]] if label in cell.saved_outputs
-                 else inputs[label]
-                 for label in cell.gradient_inputs}
-    gradient_op = getattr(getattr(torch.ops, NAMESPACE), f"{cell.op}_gradients")
-    results = gradient_op(**arguments, **ctx.bound_options)
+    arguments = gradient_arguments(cell, inputs, outputs, dict(zip(cell.outputs, grads)),
+                                   ctx.bound_options["bidirectional"])
+    results = _gradient_op(cell, {**arguments, **ctx.bound_options})
     by_label = dict(zip(_returned(cell, inputs), results))
     return (*(by_label.get(label) for label in cell.forward_inputs),
             *(None for _ in range(len(cell.options) + 1)))
@@ -226,8 +290,8 @@ def _backward(cell: TorchCell, ctx: Any, *grads: torch.Tensor | None) -> tuple[A
 # --- registration --------------------------------------------------------------------------
 
 def _register(cell: TorchCell) -> None:
-    names, defaults = _names_and_defaults(cell, cell.forward_inputs, training=True)
-    gradient_names, gradient_defaults = _names_and_defaults(cell, cell.gradient_inputs,
+    names, defaults = names_and_defaults(cell, cell.forward_inputs, training=True)
+    gradient_names, gradient_defaults = names_and_defaults(cell, cell.gradient_inputs,
                                                             training=False)
 
     def forward(*args: Any, **kwargs: Any) -> tuple[torch.Tensor, ...]:

@@ -1,0 +1,105 @@
+"""The modules' eager path (rnngraph.torch._direct): taken for plain CPU tensors, left for
+the registered ops whenever a tracing system or a dispatch mode must see the call, and
+bit-identical to the ops in outputs and gradients."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from pytorch.torch_helpers_api import CELLS, build, sample
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from rnngraph.torch import _direct
+
+
+class Recording(TorchDispatchMode):
+    """Lets every op through and records their names."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: list[str] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+
+def leaves(module, x, hx):
+    states = hx if isinstance(hx, tuple) else (hx,)
+    return [x, *states, *module.parameters()]
+
+
+def step(module, x, hx, mask=None):
+    """Outputs, and the gradients of a weighted loss of h and the final states."""
+    for leaf in leaves(module, x, hx):
+        leaf.grad = None
+    output, state = module(x, hx, mask)
+    finals = state if isinstance(state, tuple) else (state,)
+    weights = torch.Generator().manual_seed(7)
+    loss = sum((t * torch.randn(t.shape, generator=weights, dtype=t.dtype)).sum()
+               for t in (output, *finals))
+    loss.backward()
+    return [output.detach(), *(f.detach() for f in finals)], [
+        leaf.grad.clone() for leaf in leaves(module, x, hx)]
+
+
+@pytest.mark.parametrize("bidirectional", [False, True], ids=["uni", "bi"])
+@pytest.mark.parametrize("cell", CELLS)
+def test_the_eager_path_equals_the_ops_bit_for_bit(cell, bidirectional):
+    module = build(cell, bidirectional=bidirectional)
+    x, hx = sample(module)
+    x.requires_grad_(True)
+    for t in hx if isinstance(hx, tuple) else (hx,):
+        t.requires_grad_(True)
+    mask = (torch.rand(5, 3, 1, generator=torch.Generator().manual_seed(3)) > 0.3).double()
+    direct = step(module, x, hx, mask)
+    with Recording() as recording:  # a dispatch mode: the call goes through the ops
+        through_ops = step(module, x, hx, mask)
+    assert any(name.startswith("rnngraph.") for name in recording.ops), recording.ops
+    assert any("_gradients" in name for name in recording.ops), recording.ops
+    for ours, theirs in zip(direct[0] + direct[1], through_ops[0] + through_ops[1]):
+        assert torch.equal(ours, theirs)
+
+
+def test_the_eager_path_is_taken_for_plain_tensors_and_parameters():
+    module = build("lstm")
+    x, _ = sample(module)
+    assert _direct.eager([x, None, *module.parameters()])
+    with Recording() as recording:
+        assert not _direct.eager([x])
+        module(x)
+    assert "rnngraph.lstm.default" in recording.ops
+    with Recording() as recording:  # the mode ends: eager again, nothing recorded by it
+        pass
+    assert _direct.eager([x])
+
+
+def test_meta_and_fake_tensors_go_through_the_ops():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    module = build("gru")
+    assert not _direct.eager([torch.empty(2, device="meta")])
+    with FakeTensorMode(allow_non_fake_inputs=True) as mode:
+        x = mode.from_tensor(torch.randn(5, 3, 3, dtype=torch.float64))
+        assert not _direct.eager([x])
+        output, h = module(x)
+    assert output.shape == (5, 3, 4) and h.shape == (1, 3, 4)
+
+
+def test_backward_after_an_inference_forward_is_refused():
+    module = build("single_gate_rnn")
+    x, hx = sample(module)
+    with torch.no_grad():
+        output, _ = module(x, hx)
+    # The output of a no-grad call has no graph; a training forward whose state was not
+    # saved (training=False with inputs that need grad) is refused by the backward.
+    assert output.grad_fn is None
+    for leaf in module.parameters():
+        leaf.requires_grad_(True)
+    from rnngraph.torch._cells import SINGLE_GATE
+
+    outputs = _direct.call(SINGLE_GATE, {"source": x, "recurrentWeight": module.recurrentWeight,
+                                         "inputWeight": module.inputWeight},
+                           module._options, training=False)
+    with pytest.raises(RuntimeError, match="training=True"):
+        outputs[0].sum().backward()
