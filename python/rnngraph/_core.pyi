@@ -109,7 +109,9 @@ def rnn_forward(
 
 def rnn_gradients(options: _Options, inputs: dict[str, _Array | None]) -> dict[str, _Array]:
     """Gradient op of one RNN; inputs by Swift label. Returns {label: gradient} for source,
-    recurrentWeight and each given optional input."""
+    recurrentWeight and each given optional input. The LSTM also takes the internal
+    ``cellSequenceGradient`` [T, N, D·H]: dL/dc for every step of the cell sequence (what
+    Graph.gradients passes when the loss reads c)."""
 
 def blas_info() -> dict[str, str | int]:
     """The linked BLAS: {'library', 'config', 'core', 'num_threads'}."""

@@ -166,6 +166,8 @@ py::dict gradients_typed(const CellOptions& opts, const Inputs& in) {
   a.cellOutputFwd = in.array<S>("cellOutputFwd", {T, N, DH}, lstm);
   a.stateGradient = in.array<S>("stateGradient", {N, DH});
   a.cellGradient = in.array<S>("cellGradient", {N, DH});
+  // LSTM only (the other cells do not take the label): laid out as cellOutputFwd.
+  a.cellSequenceGradient = in.array<S>("cellSequenceGradient", {T, N, DH});
 
   py::dict grads;
   auto make = [&](const char* label, const Shape& shape, S*& target) {
@@ -262,7 +264,9 @@ void bind_rnn(py::module_& m) {
       },
       py::arg("options"), py::arg("inputs"),
       "Gradient op of one RNN on dense arrays in SPEC.md layouts. inputs: {label: array or None}.\n"
-      "Returns {label: gradient} for source, recurrentWeight and each given optional input.");
+      "The LSTM also takes the internal cellSequenceGradient, dL/dc for every step [T,N,D*H]\n"
+      "(laid out as cellOutputFwd). Returns {label: gradient} for source, recurrentWeight and\n"
+      "each given optional input.");
 }
 
 }  // namespace rnngraph::bind

@@ -24,8 +24,10 @@ const CellTraits kLSTM{
     4,
     {"source", "recurrentWeight", "inputWeight", "bias", "initState", "initCell", "mask",
      "peephole"},
+    // cellSequenceGradient: internal (no Swift label), dL/dc for every step, [T, N, D·H].
     {"source", "recurrentWeight", "sourceGradient", "zState", "cellOutputFwd", "stateGradient",
-     "cellGradient", "inputWeight", "bias", "initState", "initCell", "mask", "peephole"}};
+     "cellGradient", "cellSequenceGradient", "inputWeight", "bias", "initState", "initCell", "mask",
+     "peephole"}};
 const CellTraits kGRU{
     "GRU",
     "GRUGradients",

@@ -96,6 +96,9 @@ struct GradientArgs {
   const S* cellOutputFwd = nullptr;
   const S* stateGradient = nullptr;
   const S* cellGradient = nullptr;
+  // Internal, LSTM only (no Swift label): dL/dc_t for every step, [T, N, D·H] as
+  // cellOutputFwd; added to the cell gradient at each step t. nullptr: zeros.
+  const S* cellSequenceGradient = nullptr;
   const S* inputWeight = nullptr;
   const S* bias = nullptr;
   const S* initState = nullptr;

@@ -80,10 +80,21 @@ struct LSTMCell : CellDefaults<S, LSTMOptions::gates> {
     if (st.cell_gradient) dc = cblock(st.cell_gradient, N, H, ld);
     else dc.setZero();
     st.views.carry = st.carry.data();
+    // The internal cellSequenceGradient, dL/dc_t given for every step (base nullptr: none).
+    st.views.cell_grad = st.cell_sequence_gradient;
   }
 
   // One pass over each row, as the forward step. dc is the carried dL/dc (SPEC.md section 6).
+  // With a cellSequenceGradient the step is a second instantiation of the same loop, so
+  // without one no step does anything more than before.
   void backward_step(const Direction<S>& dir, const BackwardStep<S>& st,
+                     const BackwardViews<S>& v) const {
+    if (v.cell_grad.base) backward_rows<true>(dir, st, v);
+    else backward_rows<false>(dir, st, v);
+  }
+
+  template <bool given_cell_sequence_gradient>
+  void backward_rows(const Direction<S>& dir, const BackwardStep<S>& st,
                      const BackwardViews<S>& v) const {
     using V = typename simd::Vec<S>::type;
     const Index H = dir.H, t = st.t;
@@ -93,6 +104,8 @@ struct LSTMCell : CellDefaults<S, LSTMOptions::gates> {
       const S* a = v.gates.at(t) + n * v.gates.ld;
       const S* c = v.cell.at(t) + n * v.cell.ld;
       const S* cp = cp_rows + n * ld_cp;
+      const S* dc_given =
+          given_cell_sequence_gradient ? v.cell_grad.at(t) + n * v.cell_grad.ld : nullptr;
       const S* dh = st.dh + n * H;
       S* carry = v.carry + n * H;
       S* dA = st.dxp + n * st.ld_dxp;
@@ -106,8 +119,11 @@ struct LSTMCell : CellDefaults<S, LSTMOptions::gates> {
         const V g = at.load(dh), c_prev = at.load(cp);
         // h_t = a_o ⊙ act(c_t) is the next step's previous state (times its mask).
         if (h_next) at.store(h_next, mask ? y * ao * at.load(mask) : y * ao);
-        // h = a_o ⊙ act(c): dL/dc += dh ⊙ a_o ⊙ act'(c).
+        // dL/dc_t (SPEC.md section 5): the carry (through c_{t+1} = a_f ⊙ c_t + ..., or
+        // cellGradient at the last processed step) + dh ⊙ a_o ⊙ act'(c_t) (through
+        // h_t = a_o ⊙ act(c_t)) + cellSequenceGradient[t] when given (c_t as an output).
         V dc = at.load(carry) + simd::times_derivative<S>(o.activation, y, g * ao);
+        if constexpr (given_cell_sequence_gradient) dc += at.load(dc_given);
         const V d_o = simd::times_derivative<S>(o.outputGateActivation, ao, g * y);
         // c = a_f ⊙ c_prev + a_i ⊙ a_z.
         const V d_i = simd::times_derivative<S>(o.inputGateActivation, ai, dc * az);

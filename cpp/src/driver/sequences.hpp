@@ -156,6 +156,8 @@ void prepare_direction(const Cell& cell, const RNNShape& s, const GradientArgs<S
   state.output_fwd = Seq<const S>{a.outputFwd ? a.outputFwd + d * H : nullptr, N * DH, DH};
   state.init_cell = a.initCell ? a.initCell + d * H : nullptr;
   state.cell_gradient = a.cellGradient ? a.cellGradient + d * H : nullptr;
+  state.cell_sequence_gradient =
+      Seq<const S>{a.cellSequenceGradient ? a.cellSequenceGradient + d * H : nullptr, N * DH, DH};
   state.init_cell_grad = a.initCellGrad ? a.initCellGrad + d * H : nullptr;
   if constexpr (Cell::rebuilds_states_in_loop) prepare_first_state(a, dir, state, hm_all);
   else prepare_states(cell, a, dir, state, hp_all, hm_all);

@@ -76,12 +76,14 @@ struct BackwardViews {
   const S* cell_init = nullptr;
   Index cell_init_ld = 0;  // LSTM: the cell before the first step
   Seq<const S> q_o;        // GRU resetAfter: hm·R_oᵀ + b2
+  Seq<const S> cell_grad;  // LSTM: dL/dc_t given for every step (base nullptr when absent)
   S* carry = nullptr;      // LSTM: dL/dc carried to the previous step, [N, H] contiguous
   Index H = 0;
 
   BackwardViews rows(Index row0) const {
     BackwardViews out = *this;
-    for (Seq<const S>* v : {&out.gates, &out.hp, &out.hm, &out.states, &out.cell, &out.q_o}) {
+    for (Seq<const S>* v :
+         {&out.gates, &out.hp, &out.hm, &out.states, &out.cell, &out.q_o, &out.cell_grad}) {
       if (v->base) v->base += row0 * v->ld;
     }
     if (cell_init) out.cell_init = cell_init + row0 * cell_init_ld;
@@ -110,6 +112,7 @@ struct CellBackwardState {
   Seq<const S> output_fwd;                 // GRU outputFwd slice
   const S* init_cell = nullptr;            // ld D·H
   const S* cell_gradient = nullptr;        // ld D·H
+  Seq<const S> cell_sequence_gradient;     // LSTM cellSequenceGradient slice, or base nullptr
   S* init_cell_grad = nullptr;             // ld D·H
   S* dxp_all = nullptr;  // [T·N, G·H] block of this direction, leading dimension ld_dxp
   S* dq_all = nullptr;

@@ -20,7 +20,9 @@ if TYPE_CHECKING:
 
 # Labels whose tensors are [N, D·H] states (also accepted as [1, N, D·H]).
 STATE_LABELS = ("initState", "initCell", "stateGradient", "cellGradient")
-SEQUENCE_LABELS = ("sourceGradient", "outputFwd", "cellOutputFwd")
+# Labels whose tensors are [T, N, D·H] sequences. cellSequenceGradient (LSTM, internal: no
+# Swift label) is dL/dc for every step, laid out as cellOutputFwd.
+SEQUENCE_LABELS = ("sourceGradient", "outputFwd", "cellOutputFwd", "cellSequenceGradient")
 
 
 def layouts(label: str, spec: CellSpec, bidirectional: bool,
