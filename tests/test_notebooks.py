@@ -23,6 +23,7 @@ from nbclient import NotebookClient
 
 from toolkit import RETURNED, TOLERANCES
 
+TRAINING_TEXT = Path(__file__).parents[1] / "examples" / "data" / "tiny_corpus.txt"
 NOTEBOOKS = {p.stem: p for p in sorted((Path(__file__).parents[1] / "notebooks").glob("*.ipynb"))}
 PROBE = """
 import json
@@ -66,7 +67,7 @@ def probe(notebook) -> dict:
 
 
 def test_every_notebook_is_found():
-    assert set(NOTEBOOKS) == {"01_quickstart", "03_pytorch", "benchmarks"}
+    assert set(NOTEBOOKS) == {"01_quickstart", "02_training", "03_pytorch", "benchmarks"}
 
 
 @pytest.mark.parametrize("stem", NOTEBOOKS)
@@ -113,6 +114,29 @@ def test_pytorch_notebook_agrees_with_the_converted_torch_lstm():
     assert [row[1] for row in rows] == ["output", "h_n", "c_n", "input gradient"], lines
     for row in rows:
         assert float(row[2]) <= 1e-12, row[0]
+
+
+def test_training_notebook_lowers_the_loss_and_learns_the_text():
+    notebook = executed("02_training")
+    text = stdout(cell_calling(notebook, "model.train_step"))
+    (match,) = re.findall(r"^first loss (\S+), final loss (\S+) ", text, re.MULTILINE)
+    first, final = map(float, match)
+    assert final < first / 2, text
+    before = stdout(cell_calling(notebook, "before training"))
+    after = stdout(cell_calling(notebook, "after training"))
+    words = set(TRAINING_TEXT.read_text().split())
+    known = [w in words for w in after.split(":", 1)[1].strip(" '\n").split()[1:-1]]
+    assert sum(known) >= 0.6 * len(known), after  # mostly the corpus's own words
+    assert "1 LSTM, 1 LSTMGradients" in before, before  # the forward op runs once
+    assert probe(notebook)["figures"] == [
+        {"title": "character LSTM trained inside one Graph", "bars": 0}]
+
+
+def test_training_notebook_times_the_same_model_in_pytorch():
+    text = stdout(cell_calling(executed("02_training"), "torch_twin"))
+    for name in ("rnngraph", "PyTorch"):
+        assert re.search(rf"^{name}\s+\d+\.\d+ ms per training step", text, re.MULTILINE), text
+    assert re.search(r"^PyTorch / rnngraph: \d+\.\d+x$", text, re.MULTILINE), text
 
 
 def test_pytorch_notebook_training_lowers_the_loss():

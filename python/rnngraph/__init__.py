@@ -21,6 +21,7 @@ from rnngraph.descriptors import (
 )
 from rnngraph.dtypes import DataType, float32, float64, int32, int64
 from rnngraph.graph import Graph
+from rnngraph.ops.loss import LossReductionType
 from rnngraph.tensor import Tensor
 
 __version__ = "0.1.0"
@@ -34,6 +35,7 @@ __all__ = [
     "GRUDescriptor",
     "Graph",
     "LSTMDescriptor",
+    "LossReductionType",
     "RNNActivation",
     "SingleGateRNNDescriptor",
     "Tensor",

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from rnngraph.ops import (
     activations,
     arithmetic,
@@ -24,8 +22,8 @@ from rnngraph.ops import (
     reshaping,
     state,
 )
+from rnngraph.ops.operands import ones_like, record, zeros_like
 from rnngraph.ops.recurrent import gradient_op
-from rnngraph.ops.operands import record
 from rnngraph.tensor import Tensor
 
 if TYPE_CHECKING:
@@ -33,16 +31,6 @@ if TYPE_CHECKING:
 
     from rnngraph._typing import GraphBuilder, Rule
     from rnngraph.graph import Graph, Operation
-
-
-def _ones_like(graph: GraphBuilder, t: Tensor) -> Tensor:
-    return record(graph, "onesLike", None, {"x": t}, lambda a: [np.ones_like(a["x"])],
-                  [(t.shape, t.dataType)])[0]
-
-
-def _zeros_like(graph: GraphBuilder, t: Tensor) -> Tensor:
-    return record(graph, "zerosLike", None, {"x": t}, lambda a: [np.zeros_like(a["x"])],
-                  [(t.shape, t.dataType)])[0]
 
 
 def _accumulate(graph: GraphBuilder, a: Tensor, b: Tensor) -> Tensor:
@@ -81,7 +69,7 @@ def _rnn_rule(graph: GraphBuilder, op: Operation, grads: list[Tensor | None],
     outputs = training_outputs(graph, op)
     source_gradient = given.get("h")
     if source_gradient is None:  # only c is used: dL/dh = 0
-        source_gradient = _zeros_like(graph, outputs["h"])
+        source_gradient = zeros_like(graph, outputs["h"])
     arguments = dict(op.inputs, sourceGradient=source_gradient, zState=outputs["zState"])
     if "outputFwd" in spec.gradient_required:
         arguments["outputFwd"] = outputs["h"]
@@ -143,7 +131,7 @@ def gradients(graph: Graph, of: Tensor, with_: Iterable[Tensor]) -> dict[Tensor,
     ops, live = _on_paths(graph._ops_needed([of]), set(targets))
     cotangent: dict[Tensor, Tensor] = {}
     if of in live:
-        cotangent[of] = _ones_like(graph, of)
+        cotangent[of] = ones_like(graph, of)
     for op in reversed(ops):
         grads = [cotangent.get(t) for t in op.outputs]
         if all(g is None for g in grads):
@@ -159,6 +147,6 @@ def gradients(graph: Graph, of: Tensor, with_: Iterable[Tensor]) -> dict[Tensor,
                 continue
             cotangent[source] = (grad if source not in cotangent
                                  else _accumulate(graph, cotangent[source], grad))
-    result = {t: cotangent[t] if t in cotangent else _zeros_like(graph, t) for t in targets}
+    result = {t: cotangent[t] if t in cotangent else zeros_like(graph, t) for t in targets}
     graph._gradients[key] = result
     return dict(result)

@@ -277,7 +277,9 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps, StateOps, ArithmeticOps, Activati
             assigned.op.attrs["value"].array = values[assigned]
         if views:  # a placeholder among the targets returns its feed, dense
             values.update((t, dense(values[t])) for t in views if t in targets)
-        return {t: values[t] for t in targets}
+        # A view op's result (operands.VIEW) is returned as its own copy: it must not alias
+        # a feed, a variable or another result.
+        return {t: values[t].copy() if t.op.attrs.get("view") else values[t] for t in targets}
 
     def _target_operations(self, operations: Sequence[Operation] | None) -> tuple[Tensor, ...]:
         """The assigns' new values (the tensors a run computes for them), checked."""

@@ -93,7 +93,8 @@ def normalise(arrays: RunArrays, sizes: Mapping[str, Any], bidirectional: bool,
               open_shapes: bool = False) -> RunArrays:
     """Run-time arrays in the dense layouts the core expects (SPEC.md section 1).
     ``open_shapes``: the op has inputs of dimensions unknown when it was built, whose feeds
-    may be broadcast views (``Graph.run`` keeps them so until their shapes are checked)."""
+    may be broadcast views (``Graph.run`` keeps them so until their shapes are checked);
+    every array is made dense either way."""
     T, N, H = sizes["T"], sizes["N"], sizes["H"]
     DH = (2 if bidirectional else 1) * H
     out: RunArrays = {}
@@ -101,15 +102,15 @@ def normalise(arrays: RunArrays, sizes: Mapping[str, Any], bidirectional: bool,
         if array is None:
             out[label] = None
             continue
-        # Every other run-time array is already C-contiguous (feeds, constants and op
-        # outputs are), and reshaping keeps it so; a broadcast mask needs a dense copy.
+        # Feeds, constants and the recurrent ops' outputs are C-contiguous, but a view op's
+        # result (a transpose, a slice) may not be: dense() copies only such an array.
         if label in STATE_LABELS:
             array = array.reshape(N, DH)
         elif label == "peephole":
             array = array.reshape(-1)
         elif label == "mask":
             array = dense(np.broadcast_to(array, (T, N, DH)))
-        out[label] = dense(array) if open_shapes else array
+        out[label] = dense(array)
     return out
 
 

@@ -127,6 +127,14 @@ def axes_indices(op: str, label: str, axes: object, rank: int) -> tuple[int, ...
     return tuple(sorted(found))
 
 
+# The attrs of an op whose result is a view of its input (reshape, transposes, slices):
+# no op writes into an input, so views are safe inside a run and cost nothing; Graph.run
+# copies such a result only when it is returned (it must not alias a feed, a variable or
+# another result). Copying instead cost 3 ms of a 55 ms training step at row-7 size
+# (benchmarks/bench_training_step.py).
+VIEW = {"view": True}
+
+
 def record(graph: GraphBuilder, kind: str, name: str | None, inputs: dict[str, Tensor],
            compute: Compute, outputs: Sequence[tuple[Shape, DataType]],
            attrs: dict[str, Any] | None = None) -> list[Tensor]:
@@ -141,6 +149,18 @@ def data_type(op: str, label: str, value: object) -> DataType:
 
 
 # --- gradient helpers ------------------------------------------------------------------------
+
+def ones_like(graph: GraphBuilder, t: Tensor) -> Tensor:
+    """Ones shaped like ``t`` (at run time): where the backward walk starts."""
+    return record(graph, "onesLike", None, {"x": t}, lambda a: [np.ones_like(a["x"])],
+                  [(t.shape, t.dataType)])[0]
+
+
+def zeros_like(graph: GraphBuilder, t: Tensor) -> Tensor:
+    """Zeros shaped like ``t`` (at run time): the gradient of what the loss does not reach."""
+    return record(graph, "zerosLike", None, {"x": t}, lambda a: [np.zeros_like(a["x"])],
+                  [(t.shape, t.dataType)])[0]
+
 
 def sum_to_shape(array: NDArray[Any], shape: tuple[int, ...]) -> NDArray[Any]:
     """Undo NumPy broadcasting: sum ``array`` over the axes that broadcasting added or

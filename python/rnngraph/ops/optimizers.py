@@ -1,15 +1,238 @@
-"""MPSGraph's stochasticGradientDescent, applyStochasticGradientDescent and adam."""
+"""MPSGraph's stochasticGradientDescent, applyStochasticGradientDescent and adam.
+
+Each optimizer is one recorded op that computes all its outputs in one NumPy pass (a training
+step stays cheap). Every tensor argument takes the values' dataType (float32 or float64): a
+Python number becomes a scalar constant of it. The state tensors (momentum, velocity,
+maximumVelocity) and the gradient are shaped like the values; the hyper-parameters are
+scalars or broadcast to the values' shape without growing it.
+
+The optimizers' outputs are not differentiable: ``GRADIENT_RULES`` is empty, so
+``gradients`` refuses (NotImplementedError) a loss that depends on them.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from rnngraph.ops.operands import operand, record, same_type, shape_text
+from rnngraph.ops.state import StateOps, as_variable
 
 if TYPE_CHECKING:
-    from rnngraph._typing import Rule
+    from collections.abc import Mapping
+    from typing import TypeAlias
+
+    from numpy.typing import NDArray
+
+    from rnngraph._typing import GraphBuilder, Rule, RunArrays, Shape
+    from rnngraph.graph import Operation
+    from rnngraph.tensor import Tensor
+
+    # A tensor argument: a Tensor of the graph, a Python number or a NumPy array.
+    Operand: TypeAlias = Tensor | float | NDArray[Any]
+
+_STATE = ("momentum", "velocity", "maximumVelocity", "gradient")  # shaped like the values
+
+
+def _broadcasts_into(shape: Shape, target: Shape) -> bool | None:
+    """Whether ``shape`` broadcasts to ``target`` without changing it: True, False, or None
+    when an unknown (None) dimension leaves it open until run time."""
+    if len(shape) > len(target):
+        return False
+    answer: bool | None = True
+    for d, t in zip(reversed(shape), reversed(target)):
+        if d == 1 or (d is not None and d == t):
+            continue
+        if d is None or t is None:
+            answer = None
+        else:
+            return False
+    return answer
+
+
+def _shape_error(op: str, label: str, shape: Shape, target: Shape, subject: str) -> str | None:
+    """Why ``label``'s ``shape`` does not fit ``target``, the shape of the ``subject``
+    (``values`` or ``variable``); None when it fits or, with unknown dimensions, may fit."""
+    if label in _STATE:
+        if len(shape) == len(target) and all(
+                a is None or b is None or a == b for a, b in zip(shape, target)):
+            return None
+        return (f"{op}: {label}: expected the shape of {subject} {shape_text(target)}, got "
+                f"{shape_text(shape)}")
+    if _broadcasts_into(shape, target) is not False:
+        return None
+    return (f"{op}: {label}: expected a scalar or a shape that broadcasts to the shape of "
+            f"{subject} {shape_text(target)}, got {shape_text(shape)}")
+
+
+def _arguments(graph: GraphBuilder, op: str, subject: str, values: object,
+               others: Mapping[str, object], optional: tuple[str, ...] = ()) -> dict[str, Tensor]:
+    """The op's tensors by label (the values under ``values``, whatever ``subject`` labels
+    them in errors): converted (a number takes the values' dataType), checked for one float
+    dataType, the state shaped like the values and the hyper-parameters broadcasting into
+    them. Only the labels in ``optional`` may be None (absent: left out)."""
+    tensors = {subject: operand(graph, values, f"{op}: {subject}")}
+    like = same_type(op, tensors, floats_only=True)
+    tensors.update((label, operand(graph, v, f"{op}: {label}", like))
+                   for label, v in others.items() if v is not None or label not in optional)
+    same_type(op, tensors, floats_only=True)
+    target = tensors.pop(subject)
+    for label, t in tensors.items():
+        error = _shape_error(op, label, t.shape, target.shape, subject)
+        if error:
+            raise ValueError(error)
+    return {"values": target, **tensors}
+
+
+def _check_run(op: str, subject: str, arrays: RunArrays) -> NDArray[Any]:
+    """The run-time twin of ``_arguments``' shape checks, for dimensions unknown until
+    then (all shapes are known here); returns the values' array."""
+    values: NDArray[Any] = arrays["values"]
+    for label, array in arrays.items():
+        error = None if label == "values" else _shape_error(op, label, array.shape,
+                                                             values.shape, subject)
+        if error:
+            raise ValueError(error)
+    return values
+
+
+def _sgd(graph: GraphBuilder, op: str, subject: str, learningRate: Operand,
+         values: Operand, gradient: Operand, name: str | None) -> Tensor:
+    """The ``stochasticGradientDescent`` op; errors name ``op`` (the public method) and
+    ``subject`` (its label for the values)."""
+    tensors = _arguments(graph, op, subject, values,
+                         {"learningRate": learningRate, "gradient": gradient})
+
+    def compute(a: RunArrays) -> list[NDArray[Any]]:
+        return [_check_run(op, subject, a) - a["learningRate"] * a["gradient"]]
+
+    order = {label: tensors[label] for label in ("learningRate", "values", "gradient")}
+    return record(graph, "stochasticGradientDescent", name, order, compute,
+                  [(tensors["values"].shape, tensors["values"].dataType)])[0]
+
+
+def _adam_compute(a: RunArrays) -> list[NDArray[Any]]:
+    """One Adam step over arrays of one dataType (Python ints below keep it)."""
+    values = _check_run("adam", "values", a)
+    g, beta1, beta2 = a["gradient"], a["beta1"], a["beta2"]
+    if a.get("currentLearningRate") is not None:
+        lr = a["currentLearningRate"]
+    else:
+        # lr[t] = learningRate * sqrt(1 - beta2^t) / (1 - beta1^t)
+        lr = a["learningRate"] * np.sqrt(1 - a["beta2Power"]) / (1 - a["beta1Power"])
+    momentum = beta1 * a["momentum"] + (1 - beta1) * g
+    velocity = beta2 * a["velocity"] + (1 - beta2) * (g * g)
+    outputs = [momentum, velocity]
+    denominator = velocity
+    if a.get("maximumVelocity") is not None:  # AMSGrad: divide by the running maximum
+        denominator = np.maximum(a["maximumVelocity"], velocity)
+        outputs.append(denominator)
+    update = values - lr * momentum / (np.sqrt(denominator) + a["epsilon"])
+    return [update, *outputs]
 
 
 class OptimizerOps:
-    pass
+    def stochasticGradientDescent(self: GraphBuilder, learningRate: Operand, *,
+                                  values: Operand, gradient: Operand,
+                                  name: str | None = None) -> Tensor:
+        """Gradient descent: ``values - learningRate * gradient``.
+
+        Args:
+            learningRate: a scalar (Tensor or number), or any shape broadcasting to values'.
+            values: the trainable parameters, any shape ``S`` (float32 or float64).
+            gradient: d(loss)/d(values), ``S``.
+
+        Returns:
+            The updated values, ``S``, of the values' dataType.
+        """
+        return _sgd(self, "stochasticGradientDescent", "values", learningRate, values,
+                    gradient, name)
+
+    def applyStochasticGradientDescent(self: GraphBuilder, learningRate: Operand, *,
+                                       variable: Tensor, gradient: Operand,
+                                       name: str | None = None) -> Operation:
+        """An Operation that sets ``variable`` to ``variable - learningRate * gradient``
+        when a run names it in ``targetOperations`` (an ``assign``; reads in that run see
+        the value from before it).
+
+        Args:
+            learningRate: a scalar (Tensor or number), or any shape broadcasting to the
+                variable's.
+            variable: a variable Tensor (``Graph.variable``), any shape ``S``.
+            gradient: d(loss)/d(variable), ``S``.
+
+        Returns:
+            The assign Operation.
+        """
+        op = "applyStochasticGradientDescent"
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"{op}: name: expected a str or None, got {name!r}")
+        target = as_variable(self, variable, f"{op}: variable")
+        update = _sgd(self, op, "variable", learningRate, target, gradient,
+                      None if name is None else f"{name}/update")
+        return StateOps.assign(self, target, tensor=update, name=name)
+
+    def adam(self: GraphBuilder, learningRate: Operand | None = None, *,
+             beta1: Operand, beta2: Operand, epsilon: Operand,
+             beta1Power: Operand | None = None, beta2Power: Operand | None = None,
+             values: Operand, momentum: Operand, velocity: Operand,
+             maximumVelocity: Operand | None = None, gradient: Operand,
+             currentLearningRate: Operand | None = None,
+             name: str | None = None) -> list[Tensor]:
+        """One Adam step (AMSGrad with ``maximumVelocity``), as Apple's header states it::
+
+            lr[t] = learningRate * sqrt(1 - beta2^t) / (1 - beta1^t)
+            m[t] = beta1 * m[t-1] + (1 - beta1) * g
+            v[t] = beta2 * v[t-1] + (1 - beta2) * (g ^ 2)
+            maxVel[t] = max(maxVel[t-1], v[t])
+            variable = variable - lr[t] * m[t] / (sqrt(maxVel) + epsilon)
+
+        Without ``maximumVelocity`` the last line divides by ``sqrt(v[t]) + epsilon``.
+        Give either ``learningRate`` with ``beta1Power`` = beta1^t and ``beta2Power`` =
+        beta2^t (t = 1 at the first step; the caller keeps them, e.g. in variables), or
+        ``currentLearningRate`` = lr[t] without the powers (Swift's
+        ``adam(currentLearningRate:...)``).
+
+        Args:
+            learningRate, currentLearningRate, beta1, beta2, epsilon, beta1Power,
+                beta2Power: scalars (Tensors or numbers), or shapes broadcasting to ``S``.
+            values: the trainable parameters, any shape ``S`` (float32 or float64).
+            momentum, velocity: m[t-1], v[t-1], ``S``.
+            maximumVelocity: maxVel[t-1], ``S``, or None (plain Adam).
+            gradient: g = d(loss)/d(values), ``S``.
+
+        Returns:
+            ``[values, momentum, velocity]`` after the step, plus ``maximumVelocity`` when
+            one is given; each ``S``, of the values' dataType.
+        """
+        if learningRate is not None and currentLearningRate is not None:
+            raise TypeError("adam: currentLearningRate: give learningRate= (with beta1Power=, "
+                            "beta2Power=) or currentLearningRate=, not both")
+        if learningRate is None and currentLearningRate is None:
+            raise TypeError("adam: learningRate: expected learningRate= (with beta1Power=, "
+                            "beta2Power=) or currentLearningRate=")
+        powers = {"beta1Power": beta1Power, "beta2Power": beta2Power}
+        for label, power in powers.items():
+            if learningRate is not None and power is None:
+                raise TypeError(f"adam: {label}: required with learningRate= (beta1^t, "
+                                "beta2^t)")
+            if currentLearningRate is not None and power is not None:
+                raise TypeError(f"adam: {label}: not taken with currentLearningRate= (it "
+                                "already holds the step's corrected rate)")
+        tensors = _arguments(self, "adam", "values", values, {
+            "learningRate": learningRate, "currentLearningRate": currentLearningRate,
+            "beta1": beta1, "beta2": beta2, "epsilon": epsilon, **powers,
+            "momentum": momentum, "velocity": velocity, "maximumVelocity": maximumVelocity,
+            "gradient": gradient}, optional=(*powers, "learningRate", "currentLearningRate",
+                                             "maximumVelocity"))
+        order = ("learningRate", "currentLearningRate", "beta1", "beta2", "epsilon",
+                 "beta1Power", "beta2Power", "values", "momentum", "velocity",
+                 "maximumVelocity", "gradient")  # Swift's argument order
+        inputs = {label: tensors[label] for label in order if label in tensors}
+        like = (tensors["values"].shape, tensors["values"].dataType)
+        count = 4 if maximumVelocity is not None else 3
+        return record(self, "adam", name, inputs, _adam_compute, [like] * count)
 
 
-GRADIENT_RULES: dict[str, Rule] = {}
+GRADIENT_RULES: dict[str, Rule] = {}  # optimizer outputs are not differentiable

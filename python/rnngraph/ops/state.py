@@ -58,7 +58,7 @@ class StateOps:
 
     def read(self: GraphBuilder, variable: Tensor, name: str | None = None) -> Tensor:
         """The variable's value at the start of the run, shaped like it."""
-        tensor = _variable(self, variable, "read: variable")
+        tensor = as_variable(self, variable, "read: variable")
         return record(self, "read", name, {"variable": tensor}, lambda a: [a["variable"]],
                       [(tensor.shape, tensor.dataType)])[0]
 
@@ -66,7 +66,7 @@ class StateOps:
                name: str | None = None) -> Operation:
         """An Operation that sets the variable to ``tensor`` (its shape and dataType) when a
         run that names it in ``targetOperations`` ends."""
-        target = _variable(self, variable, "assign: variable")
+        target = as_variable(self, variable, "assign: variable")
         value = operand(self, tensor, "assign: tensor", target.dataType)
         if value.dataType != target.dataType:
             raise TypeError(f"assign: tensor: expected dataType {target.dataType.value} like "
@@ -90,7 +90,7 @@ class StateOps:
         return outputs[0].op
 
 
-def _variable(graph: GraphBuilder, variable: object, where: str) -> Tensor:
+def as_variable(graph: GraphBuilder, variable: object, where: str) -> Tensor:
     tensor = graph._own(variable, where)
     if tensor.op.kind != "variable":
         raise TypeError(f"{where}: {tensor.name!r} is not a variable (make one with "

@@ -1,0 +1,1 @@
+"""Tests of the ops around the recurrent ones (issue 15); shared helpers in helpers.py."""
