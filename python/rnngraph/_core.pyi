@@ -113,6 +113,13 @@ def rnn_gradients(options: _Options, inputs: dict[str, _Array | None]) -> dict[s
     ``cellSequenceGradient`` [T, N, D·H]: dL/dc for every step of the cell sequence (what
     Graph.gradients passes when the loss reads c)."""
 
+def matmul(a: _Array, b: _Array) -> _Array:
+    """a [m, k] · b [k, n] on rnngraph's threads and BLAS (float32 or float64; each operand
+    C-contiguous or a transposed view of such)."""
+
+def kept_empty(shape: list[int] | tuple[int, ...], dtype: Any) -> _Array:
+    """An uninitialised array on rnngraph's kept memory (float32/64, int32/64)."""
+
 def blas_info() -> dict[str, str | int]:
     """The linked BLAS: {'library', 'config', 'core', 'num_threads'}."""
 

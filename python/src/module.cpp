@@ -7,6 +7,7 @@ namespace rnngraph::bind {
 void bind_cell_options(py::module_& m);
 void bind_rnn(py::module_& m);
 void bind_config(py::module_& m);
+void bind_graph_ops(py::module_& m);
 }  // namespace rnngraph::bind
 
 #ifndef RNNGRAPH_MODULE_NAME
@@ -18,4 +19,5 @@ PYBIND11_MODULE(RNNGRAPH_MODULE_NAME, m) {
   rnngraph::bind::bind_cell_options(m);
   rnngraph::bind::bind_rnn(m);
   rnngraph::bind::bind_config(m);
+  rnngraph::bind::bind_graph_ops(m);
 }

@@ -10,6 +10,7 @@ import pytest
 
 import rnngraph as rg
 from graph_ops.helpers import FD_BOUND, fd_check, run_op
+from rnngraph.ops import indexing
 
 TYPES = [pytest.param(t, id=t.value) for t in (rg.float32, rg.float64, rg.int32, rg.int64)]
 INDEX_TYPES = [pytest.param(t, id=t.value) for t in (rg.int32, rg.int64)]
@@ -202,6 +203,27 @@ def test_gather_gradient_is_a_scatter_add(rng):
     np.add.at(expected, indices.reshape(-1), weights.reshape(-1, 2))
     np.testing.assert_allclose(g.run(feeds={t: table}, targetTensors=[grad])[grad], expected,
                                rtol=1e-14, atol=1e-14)
+
+
+@pytest.mark.parametrize("dtype", [rg.float32, rg.float64])
+@pytest.mark.parametrize("rows", [indexing.FEW_TARGETS, indexing.FEW_TARGETS + 1],
+                         ids=["by-product", "by-sort"])
+def test_both_scatter_add_paths_agree_with_add_at(rng, rows, dtype):
+    """Up to FEW_TARGETS rows the scatter-add is a product with a one-hot matrix, above it a
+    sort; both against np.add.at (repeated and unused rows)."""
+    indices = rng.integers(0, rows // 2, (300,)).astype(np.int32)
+    weights = rng.standard_normal((300, 5)).astype(dtype.numpy)
+    g = rg.Graph()
+    t = g.placeholder((rows, 5), dtype)
+    out = g.gather(t, indicesTensor=g.constant(indices, dataType=rg.int32), axis=0)
+    grad = g.gradients(of=g.reductionSum(g.multiplication(out, weights), axes=[0, 1]),
+                       with_=[t])[t]
+    expected = np.zeros((rows, 5))
+    np.add.at(expected, indices, weights.astype(np.float64))
+    result = g.run(feeds={t: np.zeros((rows, 5))}, targetTensors=[grad])[grad]
+    assert result.dtype == dtype.numpy
+    np.testing.assert_allclose(result, expected, rtol=1e-5 if dtype == rg.float32 else 1e-13,
+                               atol=1e-5 if dtype == rg.float32 else 1e-13)
 
 
 @pytest.mark.parametrize("indices_shape", [(0,), (2, 0)], ids=["[0]", "[2,0]"])

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
+from rnngraph._native import core as _core
 from rnngraph.ops.operands import (
     VIEW,
     broadcast_shapes,
@@ -135,6 +136,28 @@ def _matrix_transpose(graph: GraphBuilder, tensor: Tensor) -> Tensor:
                   [(shape, tensor.dataType)], VIEW)[0]
 
 
+def _matrix(x: NDArray[Any]) -> NDArray[Any]:
+    """A matrix as _core.matmul reads it: C-contiguous or a transposed view of such (copied
+    only otherwise)."""
+    if x.flags.c_contiguous or x.flags.f_contiguous:
+        return x
+    return np.ascontiguousarray(x)
+
+
+def _float_matmul(x: NDArray[Any], y: NDArray[Any]) -> NDArray[Any]:
+    """numpy.matmul's result through rnngraph's gemm (rnngraph/matmul.hpp: its own threads
+    and BLAS, not NumPy's pool), one matrix of the broadcast batch at a time."""
+    if x.shape[-1] != y.shape[-2]:
+        raise ValueError("inner sizes differ")
+    batch = np.broadcast_shapes(x.shape[:-2], y.shape[:-2])
+    out = np.empty((*batch, x.shape[-2], y.shape[-1]), x.dtype)
+    xs = np.broadcast_to(x, (*batch, *x.shape[-2:]))
+    ys = np.broadcast_to(y, (*batch, *y.shape[-2:]))
+    for index in np.ndindex(batch):
+        out[index] = _core.matmul(_matrix(xs[index]), _matrix(ys[index]))
+    return out
+
+
 def _matmul_shape(a: Tensor, b: Tensor) -> Shape:
     for label, t in (("primary", a), ("secondary", b)):
         if len(t.shape) < 2:
@@ -196,10 +219,11 @@ class ArithmeticOps:
         def compute(arrays: RunArrays) -> list[NDArray[Any]]:
             x, y = arrays["primary"], arrays["secondary"]
             try:
-                return [fresh(np.matmul(x, y), dtype.numpy)]
+                product = _float_matmul(x, y) if dtype.is_float else np.matmul(x, y)
             except ValueError:
                 raise ValueError(f"{op}: shapes do not match at run time: primary "
                                  f"{list(x.shape)}, secondary {list(y.shape)}") from None
+            return [fresh(product, dtype.numpy)]
 
         return record(self, op, name, tensors, compute, [(shape, dtype)])[0]
 

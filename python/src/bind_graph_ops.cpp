@@ -1,0 +1,100 @@
+// What the ops around the recurrent ones take from the core: _core.matmul, a 2-D product
+// through rnngraph's gemm (rnngraph/matmul.hpp) for Graph.matrixMultiplication on floats
+// (each operand C-contiguous or the transpose of a C-contiguous array: a transposed view is
+// read as it is; anything else is refused here and made dense by the caller), and
+// _core.kept_empty, an uninitialised array on rnngraph's kept memory (output_pool.hpp) for
+// the NumPy ops to write into.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "output_pool.hpp"
+#include "rnngraph/matmul.hpp"
+
+namespace py = pybind11;
+
+namespace rnngraph::bind {
+namespace {
+
+struct Operand {
+  bool transposed = false;
+  Index rows = 0, cols = 0, ld = 0;
+};
+
+// How gemm reads a 2-D array: directly (row-major) or as the transpose of its memory.
+Operand read_as_matrix(const py::array& x, const char* label) {
+  if (x.ndim() != 2) throw py::value_error(std::string("matmul: ") + label + ": expected rank 2");
+  Operand o{false, x.shape(0), x.shape(1), 0};
+  const auto item = static_cast<py::ssize_t>(x.itemsize());
+  if (x.flags() & py::array::c_style) {
+    o.ld = std::max<Index>(1, o.cols);
+  } else if (x.flags() & py::array::f_style) {
+    o.transposed = true;
+    o.ld = std::max<Index>(1, o.rows);
+  } else if (x.strides(0) == item && x.strides(1) >= item * x.shape(0) &&
+             x.strides(1) % item == 0) {
+    o.transposed = true;  // a transposed view of rows padded apart
+    o.ld = x.strides(1) / item;
+  } else {
+    throw py::value_error(std::string("matmul: ") + label + ": not a dense or transposed matrix");
+  }
+  return o;
+}
+
+template <class S>
+py::array_t<S> product(const py::array& a, const py::array& b) {
+  const Operand x = read_as_matrix(a, "a"), y = read_as_matrix(b, "b");
+  if (x.cols != y.rows) throw py::value_error("matmul: inner sizes differ");
+  py::array_t<S> c = pooled_array<S>({x.rows, y.cols});
+  const S* pa = static_cast<const S*>(a.data());
+  const S* pb = static_cast<const S*>(b.data());
+  S* pc = c.mutable_data();
+  {
+    py::gil_scoped_release release;
+    matmul<S>(x.transposed, y.transposed, x.rows, y.cols, x.cols, pa, x.ld, pb, y.ld, pc,
+              std::max<Index>(1, y.cols));
+  }
+  return c;
+}
+
+template <class S>
+py::array empty_of(const std::vector<py::ssize_t>& shape) {
+  return pooled_array<S>(shape);
+}
+
+}  // namespace
+
+void bind_graph_ops(py::module_& m) {
+  m.def(
+      "kept_empty",
+      [](const std::vector<py::ssize_t>& shape, const py::dtype& dtype) -> py::array {
+        for (auto d : shape) {
+          if (d < 0) throw py::value_error("kept_empty: negative size");
+        }
+        if (dtype.is(py::dtype::of<float>())) return empty_of<float>(shape);
+        if (dtype.is(py::dtype::of<double>())) return empty_of<double>(shape);
+        if (dtype.is(py::dtype::of<std::int32_t>())) return empty_of<std::int32_t>(shape);
+        if (dtype.is(py::dtype::of<std::int64_t>())) return empty_of<std::int64_t>(shape);
+        throw py::type_error("kept_empty: expected float32, float64, int32 or int64");
+      },
+      py::arg("shape"), py::arg("dtype"),
+      "An uninitialised array on rnngraph's kept memory (no page faults when one was freed).");
+  m.def(
+      "matmul",
+      [](const py::array& a, const py::array& b) -> py::array {
+        if (!a.dtype().is(b.dtype())) throw py::type_error("matmul: a and b differ in dtype");
+        if (a.dtype().is(py::dtype::of<float>())) return product<float>(a, b);
+        if (a.dtype().is(py::dtype::of<double>())) return product<double>(a, b);
+        throw py::type_error("matmul: expected float32 or float64");
+      },
+      py::arg("a"), py::arg("b"),
+      "a [m, k] · b [k, n] on rnngraph's threads (each C-contiguous or a transposed view).");
+}
+
+}  // namespace rnngraph::bind
