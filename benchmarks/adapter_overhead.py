@@ -17,10 +17,10 @@ from rows import BY_ID
 
 
 def paired(row_id: int, threads: int, reps: int) -> dict:
-    import torch
-
     import adapter
     import ours
+    import torch
+
     import rnngraph as rg
 
     torch.set_num_threads(threads)

@@ -168,7 +168,9 @@ def main() -> None:
         for library in ("sgemm", "rnngraph", "torch"):
             results.append(run_child(library, threads, args.budget))
             print(json.dumps(results[-1]), flush=True)
-    text = table(results)
+    text = (f"`python3 benchmarks/bench_training_step.py {' '.join(sys.argv[1:])}`: the row-7 "
+            f"character LSTM ({SIZE}), each library in its own process, medians\n\n"
+            + table(results))
     print(text)
     if args.out is None:
         stamp = time.strftime("%Y-%m-%dT%H%M%S")
