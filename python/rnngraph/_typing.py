@@ -35,7 +35,7 @@ class GraphBuilder(Protocol):
         ...
 
     def _constant_array(self, value: Any, shape: Iterable[int] | None, dataType: Any,
-                        where: str) -> NDArray[Any]:
+                        where: str, label: str = "value") -> NDArray[Any]:
         ...
 
     def _argument(self, value: object, where: str) -> Tensor | NDArray[Any] | None:

@@ -138,8 +138,9 @@ def gradients(graph: Graph, of: Tensor, with_: Iterable[Tensor]) -> dict[Tensor,
             continue
         rule = RULES.get(op.kind)
         if rule is None:
-            raise NotImplementedError(f"gradients: no gradient rule for {op.kind} ops "
-                                      f"({op.name!r})")
+            raise ValueError(f"gradients: of: depends on {op.name!r} through its inputs, but "
+                             f"there is no gradient rule for {op.kind} ops (an optimizer's "
+                             "outputs are not differentiable)")
         wanted = {label for label, t in op.inputs.items() if t is not None and t in live}
         for label, grad in rule(graph, op, grads, wanted).items():
             source = op.inputs[label]

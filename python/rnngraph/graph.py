@@ -205,14 +205,16 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps, StateOps, ArithmeticOps, Activati
                          {"value": array})[0]
 
     def _constant_array(self, value: ArrayLike, shape: Iterable[int] | None,
-                        dataType: DataType | DTypeLike | None, where: str) -> NDArray[Any]:
-        """``value`` checked and converted to one dense, read-only array (of ``shape``)."""
-        array = _real_array(value, f"{where}: value")
+                        dataType: DataType | DTypeLike | None, where: str,
+                        label: str = "value") -> NDArray[Any]:
+        """``value`` checked and converted to one dense, read-only array (of ``shape``);
+        errors name ``where`` and ``label`` (the value's label)."""
+        array = _real_array(value, f"{where}: {label}")
         if dataType is None:
             dataType = DataType.float64 if array.dtype == np.float64 else DataType.float32
         dtype = as_data_type(dataType, f"{where}: dataType")
         if not dtype.is_float and array.dtype.kind == "f":
-            raise TypeError(f"{where}: value: expected integers for a {dtype.value} constant, "
+            raise TypeError(f"{where}: {label}: expected integers for a {dtype.value} constant, "
                             f"got {array.dtype}")
         if shape is not None:
             dims = _constant_shape(shape, where)
@@ -223,7 +225,7 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps, StateOps, ArithmeticOps, Activati
                 array = np.broadcast_to(array, dims)  # a view: filled by the copy below
             elif array.size != math.prod(dims):
                 raise ValueError(f"{where}: shape: {list(dims)} holds {math.prod(dims)} "
-                                 f"elements, the value {list(array.shape)} has {array.size}")
+                                 f"elements, {label} {list(array.shape)} has {array.size}")
             else:
                 array = array.reshape(dims)
         with naming_memory_errors(where):
@@ -267,8 +269,13 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps, StateOps, ArithmeticOps, Activati
                 raise ValueError(f"run: placeholder {placeholder.op.name!r} needs a feed")
         values.update(plan.constants)
         for op, freed in plan.steps:
-            results = op.compute({label: (None if t is None else values[t])  # type: ignore[misc]
-                                  for label, t in op.inputs.items()})  # (computing ops have one)
+            try:
+                results = op.compute({label: (None if t is None else values[t])  # type: ignore[misc]
+                                      for label, t in op.inputs.items()})  # (computing ops have one)
+            except MemoryError as error:  # named after the op, unless it named itself
+                if str(error).startswith(op.kind):
+                    raise
+                raise MemoryError(f"{op.kind} ({op.name!r}): out of memory: {error}") from None
             for tensor, result in zip(op.outputs, results):
                 values[tensor] = result
             for tensor in freed:  # intermediates past their last use
@@ -325,7 +332,8 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps, StateOps, ArithmeticOps, Activati
         """Add the backward ops for d(sum(of))/d(t) for each t in ``with_`` (``of`` is usually
         a scalar loss): {t: gradient shaped like t}. Integer tensors and tensors ``of`` does
         not depend on get zeros. Called again for the same ``of`` and ``with_``, it returns
-        the tensors it recorded the first time."""
+        the tensors it recorded the first time. ``name``: accepted as in MPSGraph's
+        ``gradients(of:with:name:)``; the backward ops get generated names."""
         from rnngraph.autodiff import gradients
 
         return gradients(self, of, with_)

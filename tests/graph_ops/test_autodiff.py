@@ -159,3 +159,33 @@ def test_gradients_refuse_bad_arguments():
                      descriptor=rg.LSTMDescriptor(training=True))
     with pytest.raises(ValueError, match="zState is a saved training state"):
         g.gradients(of=z, with_=[source])
+
+
+def test_a_deep_copied_graph_keeps_its_own_variables():
+    import copy
+
+    g = rg.Graph()
+    v = g.variable(np.array([1.0, 2.0]), shape=[2], dataType=rg.float64)
+    step = g.assign(v, tensor=g.addition(v, 10.0))
+    twin = copy.deepcopy(g)
+    twin_v, twin_step = twin._ops[0].outputs[0], twin._ops[-1]
+    for _ in range(2):
+        twin.run(targetOperations=[twin_step])
+    np.testing.assert_array_equal(twin.run(targetTensors=[twin_v])[twin_v], [21.0, 22.0])
+    np.testing.assert_array_equal(g.run(targetTensors=[v])[v], [1.0, 2.0])  # untouched
+    g.run(targetOperations=[step])
+    np.testing.assert_array_equal(g.run(targetTensors=[v])[v], [11.0, 12.0])
+
+
+def test_returned_gradients_never_share_memory():
+    """Gradients that pass through a broadcast undo unchanged (the shapes agree at run time)
+    come back as arrays of their own."""
+    g = rg.Graph()
+    x = g.placeholder((None, 3), rg.float64)
+    s = g.addition(x, 1.0)
+    loss = g.reductionSum(g.multiplication(s, s), axes=[0, 1])
+    grads = g.gradients(of=loss, with_=[s, x])
+    out = g.run(feeds={x: np.ones((2, 3))}, targetTensors=[grads[s], grads[x]])
+    assert not np.shares_memory(out[grads[s]], out[grads[x]])
+    out[grads[s]][0, 0] = 99.0
+    assert out[grads[x]][0, 0] == 4.0

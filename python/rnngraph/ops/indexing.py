@@ -104,7 +104,7 @@ class IndexingOps:
             u, k = arrays["withUpdatesTensor"], arrays["indicesTensor"]
             _check(u.shape, k, position, batch, suffix)
             if batch == 0:
-                return [np.take(u, k, axis=position)]
+                return [np.asarray(np.take(u, k, axis=position))]  # (rank 0: a scalar)
             return [_batched(u, k, position, batch)]
 
         return record(self, "gather", name,

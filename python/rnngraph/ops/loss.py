@@ -74,8 +74,8 @@ def _same_shape(source: Tensor, labels: Tensor) -> Shape:
 class LossOps:
     def softMaxCrossEntropy(self: GraphBuilder, source: Operand, *, labels: Operand,
                             axis: int, reuctionType: LossReductionType | None = None,
-                            name: str | None = None,
-                            reductionType: LossReductionType | None = None) -> Tensor:
+                            reductionType: LossReductionType | None = None,
+                            name: str | None = None) -> Tensor:
         """Softmax cross-entropy along ``axis``:
         ``reduction(-sum(labels ⊙ log softmax(source, axis), axis))``.
 

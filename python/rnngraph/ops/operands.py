@@ -179,7 +179,7 @@ def unbroadcast(graph: GraphBuilder, gradient: Tensor, like: Tensor) -> Tensor:
         return gradient
     return record(graph, "sumToShape", None, {"x": gradient, "like": like},
                   lambda a: [sum_to_shape(a["x"], a["like"].shape)],
-                  [(like.shape, gradient.dataType)])[0]
+                  [(like.shape, gradient.dataType)], VIEW)[0]  # (x itself when nothing to sum)
 
 
 def broadcast_like(graph: GraphBuilder, tensor: Tensor, like: Tensor) -> Tensor:
@@ -188,7 +188,7 @@ def broadcast_like(graph: GraphBuilder, tensor: Tensor, like: Tensor) -> Tensor:
         return tensor
     return record(graph, "broadcastLike", None, {"x": tensor, "like": like},
                   lambda a: [np.ascontiguousarray(np.broadcast_to(a["x"], a["like"].shape))],
-                  [(like.shape, tensor.dataType)])[0]
+                  [(like.shape, tensor.dataType)], VIEW)[0]  # (x itself when shapes agree)
 
 
 GRADIENT_RULES = {

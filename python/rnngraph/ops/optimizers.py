@@ -7,7 +7,7 @@ maximumVelocity) and the gradient are shaped like the values; the hyper-paramete
 scalars or broadcast to the values' shape without growing it.
 
 The optimizers' outputs are not differentiable: ``GRADIENT_RULES`` is empty, so
-``gradients`` refuses (NotImplementedError) a loss that depends on them.
+``gradients`` refuses (ValueError) a loss that depends on them.
 """
 
 from __future__ import annotations

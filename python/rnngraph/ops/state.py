@@ -37,6 +37,19 @@ class VariableValue:
         return VariableValue(self.array)  # arrays are read-only: sharing one is safe
 
 
+class ReadValue:
+    """A variable op's compute: the holder's current array. An object (not a closure) so a
+    deep-copied Graph's variable reads the copied holder, the one its assigns write."""
+
+    __slots__ = ("holder",)
+
+    def __init__(self, holder: VariableValue) -> None:
+        self.holder = holder
+
+    def __call__(self, arrays: dict[str, Any]) -> list[NDArray[Any]]:
+        return [self.holder.array]
+
+
 def frozen_copy(array: ArrayLike, dtype: np.dtype[Any], where: str) -> NDArray[Any]:
     with naming_memory_errors(where):
         copy = np.array(array, dtype=dtype, order="C")
@@ -51,9 +64,11 @@ class StateOps:
         of that many elements, or a number filling it). Returns its Tensor: ops may read it
         directly or through ``read``; ``gradients`` reaches it like any input."""
         dtype = as_data_type(dataType, "variable: dataType")
-        initial = self._constant_array(with_, shape, dtype, "variable")
+        if shape is None:
+            raise TypeError("variable: shape: expected a sequence of sizes, got None")
+        initial = self._constant_array(with_, shape, dtype, "variable", "with_")
         value = VariableValue(initial)
-        return record(self, "variable", name, {}, lambda a: [value.array],
+        return record(self, "variable", name, {}, ReadValue(value),
                       [(initial.shape, dtype)], {"value": value})[0]
 
     def read(self: GraphBuilder, variable: Tensor, name: str | None = None) -> Tensor:
