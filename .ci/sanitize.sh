@@ -76,6 +76,10 @@ tests=(
   tests/test_paths.py tests/test_threads.py tests/test_packed_weights.py
   tests/test_output_memory.py tests/test_graph_api.py tests/test_graph_feeds.py
   tests/test_descriptors.py tests/test_smoke_gradients.py tests/test_reference_by_hand.py
+  tests/test_lstm_cell_sequence_gradient.py
+  tests/graph_ops/test_core_graph_ops.py tests/graph_ops/test_arithmetic.py
+  tests/graph_ops/test_indexing.py tests/graph_ops/test_optimizers.py
+  tests/graph_ops/test_autodiff.py
   tests/probes/test_fuzz_probe.py
 )
 # Not the fork probe: GCC 12's ASan allocator is not fork-safe with threads. A child forked
