@@ -1,4 +1,4 @@
-"""The rnngraph benchmark suite (shared/BENCHMARKS.md): rnngraph vs PyTorch CPU and ONNX
+"""The rnngraph benchmark suite (docs/BENCHMARKS.md): rnngraph vs PyTorch CPU and ONNX
 Runtime, and the same-run sgemm ceiling, at each thread count.
 
     python3 benchmarks/bench_rnn.py                      # all 15 rows, 1 and 2 threads

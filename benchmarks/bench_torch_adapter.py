@@ -1,5 +1,5 @@
 """rnngraph's PyTorch adapter against the same computation through rnngraph.Graph and against
-torch.nn, on the training rows of shared/BENCHMARKS.md, plus a language-model training step in
+torch.nn, on the training rows of docs/BENCHMARKS.md, plus a language-model training step in
 which torch's own layers run between rnngraph's calls.
 
     python3 benchmarks/bench_torch_adapter.py                    # rows 7-14, 1 and 2 threads

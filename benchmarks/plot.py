@@ -72,6 +72,11 @@ def _log_ratios(ax: Axes) -> None:
     ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
 
 
+def _outside_legend(ax: Axes) -> None:
+    """The legend to the right of the axes, where it cannot cover a bar."""
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+
+
 def speedup_figure(results: dict) -> Figure:
     groups = _by_threads(results)
     fig, axes = plt.subplots(len(groups), 1, figsize=(11, 3.4 * len(groups)), squeeze=False)
@@ -83,7 +88,7 @@ def speedup_figure(results: dict) -> Figure:
         ax.axhline(1, color="k", lw=0.8)
         ax.set_title(f"rnngraph speed-up per row, {threads} thread{'s' * (threads > 1)} "
                      "(> 1: rnngraph faster)")
-        ax.legend(fontsize=8)
+        _outside_legend(ax)
     fig.tight_layout()
     return fig
 
@@ -97,7 +102,7 @@ def ceiling_figure(results: dict) -> Figure:
         gflops = results["ceiling"].get(str(threads), {}).get("gflops", np.nan)
         ax.set_title(f"GFLOP/s as a fraction of the same-run sgemm ceiling ({gflops:.0f} GFLOP/s), "
                      f"{threads} thread{'s' * (threads > 1)}")
-        ax.legend(fontsize=8)
+        _outside_legend(ax)
     fig.tight_layout()
     return fig
 
@@ -180,7 +185,7 @@ def load_figure(data: dict) -> Figure:
         ax.axhline(load["ratio_limit"], color="k", lw=0.8, ls="--")
         ax.set_title(f"slow-down under {load['k']} busy processes, {threads} thread"
                      f"{'s' * (threads > 1)} (dashed: {load['ratio_limit']:g}×)")
-        ax.legend(fontsize=8)
+        _outside_legend(ax)
     fig.tight_layout()
     return fig
 

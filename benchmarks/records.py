@@ -36,7 +36,7 @@ def default_record(entry: dict, threads_used: int) -> dict:
 
 def derive(results: list, ceiling: dict) -> None:
     """Speed-ups (peer median / rnngraph median) and fractions of the same-run ceiling; the
-    published oneDNN median (shared/BENCHMARKS.md, another run) is added as context."""
+    published oneDNN median (docs/BENCHMARKS.md, another run) is added as context."""
     at = {(r["row"], r["threads"]): r for r in results}
     for r in results:
         threads = r.get("threads_used", r["threads"])

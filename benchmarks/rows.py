@@ -1,4 +1,4 @@
-"""The 15 benchmark rows of shared/BENCHMARKS.md, as data, and the FLOP convention."""
+"""The 15 benchmark rows of docs/BENCHMARKS.md, as data, and the FLOP convention."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """Every notebook runs top to bottom without an error and shows what it is there to show: the
-quickstart its finite-difference check of every gradient and its plot, the PyTorch notebook
+quickstart its finite-difference check of every gradient and its plot (every notebook must
+show at least one figure), the PyTorch notebook
 its agreement with torch.nn, its loss curve and its timing table (within its time budget), the
 benchmarks notebook its table, its three figures and its checked claims.
 
@@ -25,6 +26,7 @@ from toolkit import RETURNED, TOLERANCES
 
 TRAINING_TEXT = Path(__file__).parents[1] / "examples" / "data" / "tiny_corpus.txt"
 NOTEBOOKS = {p.stem: p for p in sorted((Path(__file__).parents[1] / "notebooks").glob("*.ipynb"))}
+KEEP_FIGURES = "%config InlineBackend.close_figures = False"
 PROBE = """
 import json
 import matplotlib.pyplot as plt
@@ -42,6 +44,8 @@ def executed(stem: str):
     """The notebook after a run, with the probe as its last cell."""
     path = NOTEBOOKS[stem]
     notebook = nbformat.read(path, as_version=4)
+    # Figures are shown inline as in Jupyter; kept open afterwards so the probe can list them.
+    notebook.cells.insert(0, nbformat.v4.new_code_cell(KEEP_FIGURES))
     notebook.cells.append(nbformat.v4.new_code_cell(PROBE))
     NotebookClient(notebook, timeout=120, kernel_name="python3",
                    resources={"metadata": {"path": str(path.parent)}}).execute()
@@ -75,6 +79,15 @@ def test_committed_without_outputs(stem):
     notebook = nbformat.read(NOTEBOOKS[stem], as_version=4)
     assert all(not cell.get("outputs") and cell.get("execution_count") is None
                for cell in code_cells(notebook)), f"{stem} is committed with outputs"
+
+
+@pytest.mark.parametrize("stem", NOTEBOOKS)
+def test_every_notebook_shows_its_figures(stem):
+    """Each notebook draws at least one figure, and Jupyter shows it (an image output): a
+    notebook that sets a non-interactive backend, or draws nothing, fails here."""
+    images = [o for cell in code_cells(executed(stem)) for o in cell.outputs
+              if o.output_type == "display_data" and "image/png" in o.get("data", {})]
+    assert images, f"{stem} shows no figure"
 
 
 @pytest.mark.parametrize("stem", NOTEBOOKS)
