@@ -115,9 +115,20 @@ def test_quickstart_checks_every_gradient_against_finite_differences():
         assert float(row[2]) < TOLERANCES["finite_differences"].bound, row[0]
 
 
-def test_quickstart_draws_the_source_gradient_of_every_step():
+def test_quickstart_draws_the_source_gradient_and_the_gates_over_time():
     figures = probe(executed("01_quickstart"))["figures"]
-    assert figures == [{"title": "singleGateRNN source gradient", "bars": 12}]  # T = 12
+    assert figures[0] == {"title": "singleGateRNN source gradient", "bars": 12}  # T = 12
+    assert [f["title"] for f in figures[1:]] == [
+        "gate input i", "gate forget f", "gate cell z", "gate output o", "state h"]
+
+
+def test_quickstart_runs_a_masked_bidirectional_lstm_and_a_gru_from_torch():
+    notebook = executed("01_quickstart")
+    assert stdout(cell_calling(notebook, "bidirectional=True")).split() == [
+        "h:", "(10,", "2,", "8)", "c:", "(10,", "2,", "8)"]
+    (difference,) = re.findall(r"^GRU from torch.nn: max \|torch − rnngraph\| = (\S+)$",
+                               stdout(cell_calling(notebook, "torch.nn.GRU")), re.MULTILINE)
+    assert float(difference) <= 1e-12
 
 
 def test_pytorch_notebook_agrees_with_the_converted_torch_lstm():
