@@ -219,8 +219,9 @@ class OptimizerOps:
         ``adam(currentLearningRate:...)``).
 
         Args:
-            learningRate, currentLearningRate, beta1, beta2, epsilon, beta1Power,
-                beta2Power: scalars (Tensors or numbers), or shapes broadcasting to ``S``.
+            learningRate: a scalar (Tensor or number) or a shape broadcasting to ``S``; so are
+                ``currentLearningRate``, ``beta1``, ``beta2``, ``epsilon``, ``beta1Power``
+                and ``beta2Power``.
             values: the trainable parameters, any shape ``S`` (float32 or float64).
             momentum, velocity: m[t-1], v[t-1], ``S``.
             maximumVelocity: maxVel[t-1], ``S``, or None (plain Adam).
