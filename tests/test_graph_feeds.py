@@ -3,6 +3,8 @@ bit for bit, and feeds that are refused with an error naming the placeholder."""
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -79,7 +81,9 @@ def test_feed_conversions_give_the_clean_result(convert, rng):
     clean = g.run(feeds=feeds(ph, x), targetTensors=[h])[h]
     fed = convert(x["source"])
     before = np.array(fed, copy=True)
-    out = g.run(feeds=feeds(ph, x) | {ph["source"]: fed}, targetTensors=[h])[h]
+    lossy = getattr(fed, "dtype", None) == np.float64  # warns, once (test_friendly_edges.py)
+    with pytest.warns(UserWarning, match="'source'") if lossy else contextlib.nullcontext():
+        out = g.run(feeds=feeds(ph, x) | {ph["source"]: fed}, targetTensors=[h])[h]
     assert out.dtype == np.float32
     assert_close(out, clean, "identical", "h")
     np.testing.assert_array_equal(np.asarray(fed), before)  # the feed is not modified

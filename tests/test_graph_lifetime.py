@@ -95,7 +95,7 @@ def test_what_a_run_returned_stays_valid_when_the_graph_is_freed(rng, no_cycle_c
     """The arrays a run returns belong to the caller; the Graph's own memory goes with it."""
     g, refs = _build_and_run("LSTM", "constants", rng)
     x = g.placeholder(shape=(3,), dataType=rg.float32, name="x")
-    out = g.run(feeds={x: np.arange(3.0)}, targetTensors=[x])[x]
+    out = g.run(feeds={x: np.arange(3.0, dtype=np.float32)}, targetTensors=[x])[x]
     del g
     assert all(ref() is None for ref in refs)
     np.testing.assert_array_equal(out, np.arange(3.0, dtype=np.float32))

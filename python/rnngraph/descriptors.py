@@ -1,12 +1,17 @@
 """RNN descriptors with MPSGraph's ``descriptor()`` defaults (SPEC.md section 3).
 
-Every property is checked when it is set. An op copies its descriptor when it is created,
-so changing a descriptor afterwards never affects ops already built.
+Every property is a keyword-only argument of the constructor, with its default, and is
+checked when it is set: a flag must be a bool, an activation an ``RNNActivation`` (or its raw
+value 0..4), and a name that is no property of the descriptor (a typo) is refused. An op
+copies its descriptor when it is created, so changing a descriptor afterwards never affects
+ops already built.
 """
 
 from __future__ import annotations
 
 import copy
+import difflib
+import inspect
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from rnngraph.activation import RNNActivation, as_activation
@@ -15,13 +20,17 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
 
-
 class UnknownPropertyError(AttributeError, TypeError):
     """A descriptor has no such property: an AttributeError (as for any object) that is also
     the TypeError of a wrong argument, as rnngraph raises for every bad input."""
 
+
 class _Descriptor:
-    """Shared machinery: typed, validated properties and copying."""
+    """Shared machinery: typed, validated properties and copying.
+
+    A subclass declares its properties once, as the keyword-only parameters of its
+    ``__init__`` with their defaults (a bool default makes a flag, an ``RNNActivation`` one
+    an activation); ``_flags`` and ``_activations`` are read from that signature."""
 
     _flags: ClassVar[tuple[str, ...]] = ()
     _activations: ClassVar[dict[str, RNNActivation]] = {}
@@ -31,13 +40,38 @@ class _Descriptor:
     bidirectional: bool
     training: bool
 
-    def __init__(self, **properties: Any) -> None:
-        for name in self._flags:
-            object.__setattr__(self, name, False)
-        for name, default in self._activations.items():
-            object.__setattr__(self, name, default)
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        parameters = inspect.signature(cls.__init__).parameters.values()
+        cls._flags = tuple(p.name for p in parameters if isinstance(p.default, bool))
+        cls._activations = {p.name: p.default for p in parameters
+                            if isinstance(p.default, RNNActivation)}
+
+    def __new__(cls, *args: Any, **properties: Any) -> Self:
+        """Refuse positional arguments and unknown keywords with the properties listed
+        (``__init__``, which names every property, then sets them)."""
+        if args:
+            raise TypeError(f"{cls.__name__} takes keyword arguments only (properties: "
+                            f"{cls._known()}), got {len(args)} positional")
+        for name in properties:
+            if name not in cls._flags and name not in cls._activations:
+                raise cls._unknown(name)
+        return super().__new__(cls)
+
+    def _assign(self, **properties: Any) -> None:
         for name, value in properties.items():
             setattr(self, name, value)
+
+    @classmethod
+    def _known(cls) -> str:
+        return ", ".join((*cls._flags, *cls._activations))
+
+    @classmethod
+    def _unknown(cls, name: str) -> UnknownPropertyError:
+        close = difflib.get_close_matches(name, (*cls._flags, *cls._activations), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        return UnknownPropertyError(f"{cls.__name__} has no property {name!r}{hint}; its "
+                                    f"properties: {cls._known()}")
 
     if not TYPE_CHECKING:  # unseen by type checkers, which then reject unknown properties
 
@@ -49,8 +83,7 @@ class _Descriptor:
             elif name in self._activations:
                 value = as_activation(value, f"{kind}.{name}")
             else:
-                known = ", ".join((*self._flags, *self._activations))
-                raise UnknownPropertyError(f"{kind} has no property {name!r} (properties: {known})")
+                raise self._unknown(name)
             object.__setattr__(self, name, value)
 
     def copy(self) -> Self:
@@ -80,31 +113,72 @@ class _Descriptor:
 
 
 class SingleGateRNNDescriptor(_Descriptor):
-    """Options of ``singleGateRNN``: reverse, bidirectional, training, activation (relu)."""
+    """Options of ``singleGateRNN`` and ``singleGateRNNGradients``:
+    ``h[t] = activation(x'[t] + h[t-1]·Rᵀ)``.
 
-    _flags = ("reverse", "bidirectional", "training")
-    _activations: ClassVar[dict[str, RNNActivation]] = {"activation": RNNActivation.relu}
+    Each property is a keyword-only argument of the constructor, with MPSGraph's default, and
+    is checked whenever it is set: a flag must be a bool and an activation an
+    ``RNNActivation`` (or its raw value 0..4); a name that is no property raises
+    ``AttributeError``.
+
+    Attributes:
+        reverse (bool, default False): process t = T-1 … 0, storing the state made from
+            x[t] at out[t]. Ignored when ``bidirectional`` is set.
+        bidirectional (bool, default False): run a forward and a reverse direction; the
+            outputs are ``[T, N, 2H]`` (forward half first) and the weights hold both
+            directions (recurrentWeight ``[2, H, H]``, inputWeight ``[2H, I]``, bias
+            ``[2H]``).
+        training (bool, default False): also return zState (the pre-activation values),
+            which ``singleGateRNNGradients`` takes: the op returns ``[h, zState]``.
+        activation (RNNActivation, default relu): the activation of the state.
+
+    Examples:
+        >>> d = SingleGateRNNDescriptor(activation=RNNActivation.tanh, training=True)
+        >>> d.reverse = True
+    """
 
     activation: RNNActivation
 
-    if TYPE_CHECKING:  # the keywords __init__ takes (it checks them at run time)
-
-        def __init__(self, *, reverse: bool = False, bidirectional: bool = False,
-                     training: bool = False,
-                     activation: RNNActivation = RNNActivation.relu) -> None: ...
+    def __init__(self, *, reverse: bool = False, bidirectional: bool = False,
+                 training: bool = False,
+                 activation: RNNActivation = RNNActivation.relu) -> None:
+        self._assign(reverse=reverse, bidirectional=bidirectional, training=training,
+                     activation=activation)
 
 
 class LSTMDescriptor(_Descriptor):
-    """Options of ``LSTM``. ``forgetGateLast`` gives the gate order [i, z, f, o]."""
+    """Options of ``LSTM`` and ``LSTMGradients``: gates
+    ``a_g = act_g(x'_g + h[t-1]·R_gᵀ + p_g ⊙ c[t-1])``, cell
+    ``c[t] = a_f ⊙ c[t-1] + a_i ⊙ a_z`` and state ``h[t] = a_o ⊙ activation(c[t])``.
 
-    _flags = ("reverse", "bidirectional", "produceCell", "training", "forgetGateLast")
-    _activations: ClassVar[dict[str, RNNActivation]] = {
-        "inputGateActivation": RNNActivation.sigmoid,
-        "forgetGateActivation": RNNActivation.sigmoid,
-        "cellGateActivation": RNNActivation.tanh,
-        "outputGateActivation": RNNActivation.sigmoid,
-        "activation": RNNActivation.tanh,
-    }
+    Each property is a keyword-only argument of the constructor, with MPSGraph's default, and
+    is checked whenever it is set: a flag must be a bool and an activation an
+    ``RNNActivation`` (or its raw value 0..4); a name that is no property raises
+    ``AttributeError``.
+
+    Attributes:
+        reverse (bool, default False): process t = T-1 … 0, storing the state made from
+            x[t] at out[t]. Ignored when ``bidirectional`` is set.
+        bidirectional (bool, default False): run a forward and a reverse direction; the
+            outputs are ``[T, N, 2H]`` (forward half first) and the weights hold both
+            directions (recurrentWeight ``[2, 4H, H]``, inputWeight ``[8H, I]``, bias
+            ``[8H]``).
+        produceCell (bool, default False): also return the cell sequence c: ``[h, c]``.
+        training (bool, default False): also return c and zState (the activated gates),
+            which ``LSTMGradients`` takes: the op returns ``[h, c, zState]``, with or
+            without ``produceCell``.
+        forgetGateLast (bool, default False): gate order ``[i, z, f, o]`` along the 4H axis
+            instead of ``[i, f, z, o]`` (z is the cell candidate, PyTorch's g).
+        inputGateActivation (RNNActivation, default sigmoid): act_i, of the input gate.
+        forgetGateActivation (RNNActivation, default sigmoid): act_f, of the forget gate.
+        cellGateActivation (RNNActivation, default tanh): act_z, of the cell candidate.
+        outputGateActivation (RNNActivation, default sigmoid): act_o, of the output gate.
+        activation (RNNActivation, default tanh): applied to the cell for the state h.
+
+    Examples:
+        >>> d = LSTMDescriptor(training=True, forgetGateLast=True)
+        >>> d.bidirectional = True
+    """
 
     produceCell: bool
     forgetGateLast: bool
@@ -114,27 +188,56 @@ class LSTMDescriptor(_Descriptor):
     outputGateActivation: RNNActivation
     activation: RNNActivation
 
-    if TYPE_CHECKING:
-
-        def __init__(self, *, reverse: bool = False, bidirectional: bool = False,
-                     produceCell: bool = False, training: bool = False,
-                     forgetGateLast: bool = False,
-                     inputGateActivation: RNNActivation = RNNActivation.sigmoid,
-                     forgetGateActivation: RNNActivation = RNNActivation.sigmoid,
-                     cellGateActivation: RNNActivation = RNNActivation.tanh,
-                     outputGateActivation: RNNActivation = RNNActivation.sigmoid,
-                     activation: RNNActivation = RNNActivation.tanh) -> None: ...
+    def __init__(self, *, reverse: bool = False, bidirectional: bool = False,
+                 produceCell: bool = False, training: bool = False,
+                 forgetGateLast: bool = False,
+                 inputGateActivation: RNNActivation = RNNActivation.sigmoid,
+                 forgetGateActivation: RNNActivation = RNNActivation.sigmoid,
+                 cellGateActivation: RNNActivation = RNNActivation.tanh,
+                 outputGateActivation: RNNActivation = RNNActivation.sigmoid,
+                 activation: RNNActivation = RNNActivation.tanh) -> None:
+        self._assign(reverse=reverse, bidirectional=bidirectional, produceCell=produceCell,
+                     training=training, forgetGateLast=forgetGateLast,
+                     inputGateActivation=inputGateActivation,
+                     forgetGateActivation=forgetGateActivation,
+                     cellGateActivation=cellGateActivation,
+                     outputGateActivation=outputGateActivation, activation=activation)
 
 
 class GRUDescriptor(_Descriptor):
-    """Options of ``GRU``. ``resetGateFirst`` gives the gate order [r, z, o]."""
+    """Options of ``GRU`` and ``GRUGradients``: update gate z, reset gate r, candidate o and
+    state ``h[t] = z ⊙ h[t-1] + (1 - z) ⊙ o`` (see ``flipZ``).
 
-    _flags = ("reverse", "bidirectional", "training", "resetGateFirst", "resetAfter", "flipZ")
-    _activations: ClassVar[dict[str, RNNActivation]] = {
-        "updateGateActivation": RNNActivation.sigmoid,
-        "resetGateActivation": RNNActivation.sigmoid,
-        "outputGateActivation": RNNActivation.tanh,
-    }
+    Each property is a keyword-only argument of the constructor, with MPSGraph's default, and
+    is checked whenever it is set: a flag must be a bool and an activation an
+    ``RNNActivation`` (or its raw value 0..4); a name that is no property raises
+    ``AttributeError``.
+
+    Attributes:
+        reverse (bool, default False): process t = T-1 … 0, storing the state made from
+            x[t] at out[t]. Ignored when ``bidirectional`` is set.
+        bidirectional (bool, default False): run a forward and a reverse direction; the
+            outputs are ``[T, N, 2H]`` (forward half first) and the weights hold both
+            directions (recurrentWeight ``[2, 3H, H]``, inputWeight ``[6H, I]``, bias
+            ``[6H]``).
+        training (bool, default False): also return zState (the activated gates), which
+            ``GRUGradients`` takes: the op returns ``[h, zState]``.
+        resetGateFirst (bool, default False): gate order ``[r, z, o]`` along the 3H axis
+            (PyTorch's) instead of ``[z, r, o]``.
+        resetAfter (bool, default False): apply the reset gate after the recurrent
+            product, ``o = act_o(x'_o + r ⊙ (h[t-1]·R_oᵀ + secondaryBias))`` (PyTorch's
+            form), instead of ``act_o(x'_o + (r ⊙ h[t-1])·R_oᵀ)``; ``secondaryBias``
+            enters only here.
+        flipZ (bool, default False): ``h[t] = (1 - z) ⊙ h[t-1] + z ⊙ o`` instead of
+            ``z ⊙ h[t-1] + (1 - z) ⊙ o`` (PyTorch's and ONNX's).
+        updateGateActivation (RNNActivation, default sigmoid): of the update gate z.
+        resetGateActivation (RNNActivation, default sigmoid): of the reset gate r.
+        outputGateActivation (RNNActivation, default tanh): of the candidate o.
+
+    Examples:
+        >>> d = GRUDescriptor(resetGateFirst=True, resetAfter=True)
+        >>> d.training = True
+    """
 
     resetGateFirst: bool
     resetAfter: bool
@@ -143,11 +246,14 @@ class GRUDescriptor(_Descriptor):
     resetGateActivation: RNNActivation
     outputGateActivation: RNNActivation
 
-    if TYPE_CHECKING:
-
-        def __init__(self, *, reverse: bool = False, bidirectional: bool = False,
-                     training: bool = False, resetGateFirst: bool = False,
-                     resetAfter: bool = False, flipZ: bool = False,
-                     updateGateActivation: RNNActivation = RNNActivation.sigmoid,
-                     resetGateActivation: RNNActivation = RNNActivation.sigmoid,
-                     outputGateActivation: RNNActivation = RNNActivation.tanh) -> None: ...
+    def __init__(self, *, reverse: bool = False, bidirectional: bool = False,
+                 training: bool = False, resetGateFirst: bool = False,
+                 resetAfter: bool = False, flipZ: bool = False,
+                 updateGateActivation: RNNActivation = RNNActivation.sigmoid,
+                 resetGateActivation: RNNActivation = RNNActivation.sigmoid,
+                 outputGateActivation: RNNActivation = RNNActivation.tanh) -> None:
+        self._assign(reverse=reverse, bidirectional=bidirectional, training=training,
+                     resetGateFirst=resetGateFirst, resetAfter=resetAfter, flipZ=flipZ,
+                     updateGateActivation=updateGateActivation,
+                     resetGateActivation=resetGateActivation,
+                     outputGateActivation=outputGateActivation)

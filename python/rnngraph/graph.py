@@ -6,6 +6,7 @@ import copy
 import itertools
 import math
 import sys
+import warnings
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeGuard
@@ -69,7 +70,8 @@ def _feed_array(tensor: Tensor, value: ArrayLike) -> NDArray[Any]:
     wrong feed costs nothing (a broadcast view of a huge shape is refused before its dense
     copy). A broadcast view fed to a placeholder with unknown dimensions stays a view (of
     its converted, compact data): the op that reads it checks its shape first, then makes it
-    dense."""
+    dense. A conversion that can lose precision warns once per placeholder of its Graph
+    (``_warn_if_lossy``; the Graph's ``_warned_feeds`` holds those that have warned)."""
     if (type(value) is np.ndarray and value.shape == tensor.shape
             and value.dtype == tensor.dataType.numpy
             and value.flags.c_contiguous and value.flags.aligned):
@@ -89,10 +91,50 @@ def _feed_array(tensor: Tensor, value: ArrayLike) -> NDArray[Any]:
     ):
         dims = ", ".join("?" if d is None else str(d) for d in tensor.shape)
         raise ValueError(f"{where}: expected shape [{dims}], got {list(array.shape)}")
+    if tensor.dataType.is_float:
+        warned = tensor.graph._warned_feeds
+        if tensor not in warned and _warn_if_lossy(tensor, value, array, where):
+            warned.add(tensor)  # after the warning: under an "error" filter every run raises
     with naming_memory_errors(where):
         if None in tensor.shape and 0 in array.strides and array.size > 1:
             return broadcast_view(array, tensor.dataType.numpy)
         return dense(array, tensor.dataType.numpy)
+
+
+def _warn_if_lossy(tensor: Tensor, value: object, array: NDArray[Any], where: str) -> bool:
+    """Warn (``UserWarning``) when converting a feed to a float placeholder's dtype can lose
+    precision; returns whether it warned. Only a feed that states its dtype (a NumPy array or
+    scalar, or any array-like with a ``dtype``) can warn: Python numbers and lists carry no
+    precision of their own, and convert silently as in NumPy's arithmetic. Such a feed warns
+
+    - from a float dtype wider than the placeholder's (float64 into float32), whatever its
+      values;
+    - from an integer dtype when some value lies beyond the integers the placeholder's dtype
+      holds exactly, ±2**24 for float32 (int32 and int64) and ±2**53 for float64 (int64):
+      small integers such as counts and labels convert exactly and stay quiet.
+
+    Narrowing integers (int64 into int32) is range-checked instead, and raises."""
+    if not hasattr(value, "dtype"):
+        return False
+    target = tensor.dataType.numpy
+    if array.dtype.kind == "f":
+        if np.can_cast(array.dtype, target):
+            return False
+        lost = f"{array.dtype} converted to the placeholder's {target} loses precision"
+    else:
+        bits = np.finfo(target).nmant + 1  # every integer up to 2**bits is exact
+        info = np.iinfo(array.dtype)
+        if (max(info.max, -info.min) <= 2**bits or not array.size
+                or max(int(array.max()), -int(array.min())) <= 2**bits):
+            return False
+        lost = (f"{array.dtype} values beyond ±2**{bits} converted to the placeholder's "
+                f"{target} lose precision")
+    fix = f"feed {target} (e.g. array.astype(np.{target}))"
+    if target == np.float32:
+        fix += " or make the placeholder float64 (dataType=rg.float64)"
+    warnings.warn(f"{where}: {lost}; {fix} to avoid this warning (shown once per placeholder)",
+                  UserWarning, stacklevel=4)
+    return True
 
 
 class Graph(SingleGateRNNOps, LSTMOps, GRUOps, StateOps, ArithmeticOps, ActivationOps,
@@ -116,6 +158,16 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps, StateOps, ArithmeticOps, Activati
         self._plans: dict[tuple[tuple[Tensor, ...], int], _Plan] = {}
         # gradients(of, with_) recorded so far: called again, it returns the same tensors.
         self._gradients: dict[tuple[Tensor, tuple[Tensor, ...]], dict[Tensor, Tensor]] = {}
+        # Placeholders whose feed has warned of lost precision (once each, see _feed_array).
+        self._warned_feeds: set[Tensor] = set()
+
+    def __repr__(self) -> str:
+        counts = {"placeholder": 0, "variable": 0}
+        for op in self._ops:
+            if op.kind in counts:
+                counts[op.kind] += 1
+        return (f"Graph(ops={len(self._ops)}, placeholders={counts['placeholder']}, "
+                f"variables={counts['variable']})")
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Graph:
         """A Graph of copied ops and tensors that refer to the copy (their weak references
@@ -127,6 +179,7 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps, StateOps, ArithmeticOps, Activati
         new._names = itertools.count(len(self._ops))
         new._plans = {}
         new._gradients = copy.deepcopy(self._gradients, memo)
+        new._warned_feeds = set()  # the copy's placeholders warn anew
         return new
 
     # -- building -----------------------------------------------------------------------
@@ -240,7 +293,14 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps, StateOps, ArithmeticOps, Activati
         """Evaluate ``targetTensors`` (a list) given ``feeds`` (a dict {placeholder: array},
         each shaped like its placeholder), and run ``targetOperations`` (assigns); returns
         {Tensor: numpy.ndarray} for ``targetTensors``. Every read in a run sees the variables'
-        values from before the run; its assigns take effect together when it ends."""
+        values from before the run; its assigns take effect together when it ends.
+
+        A feed may be any real array-like; it is converted to its placeholder's dataType.
+        A conversion that can lose precision warns (``UserWarning``), once per placeholder of
+        this Graph: a float64 array fed to a float32 placeholder, or integers beyond ±2**24
+        (float32) or ±2**53 (float64) fed to a float placeholder. Python numbers and lists
+        never warn (they state no dtype, as in NumPy's arithmetic), and integers fed to an
+        integer placeholder are range-checked instead (``ValueError``)."""
         feeds = {} if feeds is None else feeds
         if not isinstance(feeds, dict):
             raise TypeError("run: feeds: expected a dict {placeholder Tensor: array}")

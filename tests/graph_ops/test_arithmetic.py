@@ -274,7 +274,8 @@ def test_float32_gradients_stay_float32(rng):
     a, b = g.placeholder([2, 3], rg.float32), g.placeholder([3], rg.float32)
     out = g.division(g.matrixMultiplication(a, g.constant(np.ones((3, 3)), dataType=rg.float32)), b)
     grads = g.gradients(of=out, with_=[a, b])
-    got = g.run(feeds={a: np.ones((2, 3)), b: np.full(3, 2.0)}, targetTensors=list(grads.values()))
+    got = g.run(feeds={a: np.ones((2, 3), np.float32), b: np.full(3, 2.0, np.float32)},
+                targetTensors=list(grads.values()))
     assert [v.dtype for v in got.values()] == [np.float32, np.float32]
     # d/db sum((a·1) / b) = -sum_rows(3) / b² = -2·3 / 4
     np.testing.assert_allclose(got[grads[b]], np.full(3, -1.5), rtol=1e-6)
@@ -310,7 +311,7 @@ def test_run_time_errors():
     out = g.addition(a, b)
     with pytest.raises(ValueError, match=r"^addition: shapes do not broadcast at run time: "
                                          r"primaryTensor \[2\], secondaryTensor \[3\]"):
-        g.run(feeds={a: np.ones(2), b: np.ones(3)}, targetTensors=[out])
+        g.run(feeds={a: np.ones(2, np.float32), b: np.ones(3, np.float32)}, targetTensors=[out])
     i, j = g.placeholder([2], rg.int32), g.placeholder([2], rg.int32)
     out = g.division(i, j)
     with pytest.raises(ValueError, match="^division: secondaryTensor: integer division by zero"):
@@ -319,7 +320,8 @@ def test_run_time_errors():
     out = g.matrixMultiplication(m, n)
     with pytest.raises(ValueError, match=r"^matrixMultiplication: shapes do not match at run "
                                          r"time: primary \[2, 2\], secondary \[3, 2\]"):
-        g.run(feeds={m: np.ones((2, 2)), n: np.ones((3, 2))}, targetTensors=[out])
+        g.run(feeds={m: np.ones((2, 2), np.float32), n: np.ones((3, 2), np.float32)},
+              targetTensors=[out])
 
 
 BUILD_ERRORS = [

@@ -220,7 +220,7 @@ def test_both_scatter_add_paths_agree_with_add_at(rng, rows, dtype):
                        with_=[t])[t]
     expected = np.zeros((rows, 5))
     np.add.at(expected, indices, weights.astype(np.float64))
-    result = g.run(feeds={t: np.zeros((rows, 5))}, targetTensors=[grad])[grad]
+    result = g.run(feeds={t: np.zeros((rows, 5), dtype.numpy)}, targetTensors=[grad])[grad]
     assert result.dtype == dtype.numpy
     np.testing.assert_allclose(result, expected, rtol=1e-5 if dtype == rg.float32 else 1e-13,
                                atol=1e-5 if dtype == rg.float32 else 1e-13)

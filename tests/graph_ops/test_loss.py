@@ -193,4 +193,5 @@ def test_run_time_shape_error():
     loss = g.softMaxCrossEntropy(s, labels=lab, axis=1, reuctionType=R.none)
     with pytest.raises(ValueError, match=rf"^{OP}: labels: expected source's shape \[3, 3\], "
                                          r"got \[2, 3\]"):
-        g.run(feeds={s: np.zeros((3, 3)), lab: np.zeros((2, 3))}, targetTensors=[loss])
+        g.run(feeds={s: np.zeros((3, 3), np.float32), lab: np.zeros((2, 3), np.float32)},
+              targetTensors=[loss])

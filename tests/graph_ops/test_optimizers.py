@@ -160,7 +160,8 @@ def test_adam_five_steps(dtype, overload, amsgrad, rng):
     assert [t.name for t in outputs] == ["adam", "adam/1", "adam/2", "adam/3"][:len(initial)]
     assert all(t.shape == SHAPE and t.dataType == variables["values"].dataType for t in outputs)
     for t, (g_k, want) in enumerate(zip(gradients, expected), start=1):
-        feeds = {gradient: g_k} if current is None else {gradient: g_k, current: current_rate(t)}
+        feeds = ({gradient: g_k} if current is None
+                 else {gradient: g_k, current: dtype(current_rate(t))})
         got = g.run(feeds=feeds, targetTensors=outputs, targetOperations=assigns)
         state = read_all(g, variables.values())
         for k, out in zip(variables, outputs):
@@ -397,13 +398,13 @@ def test_run_time_shape_errors():
     step = g.applyStochasticGradientDescent(LR, variable=w, gradient=unknown)
     with pytest.raises(ValueError, match=r"^applyStochasticGradientDescent: gradient: expected "
                        r"the shape of variable \[3, 4\], got \[2, 4\]"):
-        g.run(feeds={unknown: np.ones((2, 4))}, targetOperations=[step])
+        g.run(feeds={unknown: np.ones((2, 4), np.float32)}, targetOperations=[step])
     np.testing.assert_array_equal(read_all(g, [w])[w], np.ones(SHAPE, np.float32))  # unassigned
     values = g.placeholder((None, 4), rg.float32)
     gradient = g.placeholder((None, 4), rg.float32)
     rate = g.placeholder((None,), rg.float32)
     update = g.stochasticGradientDescent(LR, values=values, gradient=gradient)
-    feeds = {values: np.ones((2, 4)), gradient: np.ones((3, 4))}
+    feeds = {values: np.ones((2, 4), np.float32), gradient: np.ones((3, 4), np.float32)}
     with pytest.raises(ValueError, match=r"^stochasticGradientDescent: gradient: expected the "
                        r"shape of values \[2, 4\], got \[3, 4\]"):
         g.run(feeds=feeds, targetTensors=[update])
@@ -411,4 +412,5 @@ def test_run_time_shape_errors():
                      values=values, momentum=values, velocity=values, gradient=values)
     with pytest.raises(ValueError, match=r"^adam: currentLearningRate: expected a scalar or a "
                        r"shape that broadcasts to the shape of values \[2, 4\], got \[3\]"):
-        g.run(feeds={values: np.ones((2, 4)), rate: np.ones(3)}, targetTensors=outputs)
+        g.run(feeds={values: np.ones((2, 4), np.float32), rate: np.ones(3, np.float32)},
+              targetTensors=outputs)
