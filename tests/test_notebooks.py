@@ -122,6 +122,13 @@ def test_quickstart_draws_the_source_gradient_and_the_gates_over_time():
         "gate input i", "gate forget f", "gate cell z", "gate output o", "state h"]
 
 
+def test_quickstart_checks_a_loss_gradient_with_rnngraph_testing():
+    lines = stdout(cell_calling(executed("01_quickstart"), "check_gradients")).splitlines()
+    rows = [re.fullmatch(r"(\S+)\s+worst relative error (\S+)", line) for line in lines]
+    assert [row[1] for row in rows if row] == ["source", "recurrentWeight"], lines
+    assert all(float(row[2]) < 1e-6 for row in rows if row), lines
+
+
 def test_quickstart_runs_a_masked_bidirectional_lstm_and_a_gru_from_torch():
     notebook = executed("01_quickstart")
     assert stdout(cell_calling(notebook, "bidirectional=True")).split() == [
