@@ -117,6 +117,11 @@ def matmul(a: _Array, b: _Array) -> _Array:
     """a [m, k] · b [k, n] on rnngraph's threads and BLAS (float32 or float64; each operand
     C-contiguous or a transposed view of such)."""
 
+def adam_update(values: _Array, momentum: _Array, velocity: _Array,
+                maximumVelocity: _Array | None, gradient: _Array, lr: float, beta1: float,
+                beta2: float, epsilon: float) -> tuple[_Array, ...]:
+    """One fused Adam step on rnngraph's threads: (values, momentum, velocity[, maximumVelocity])."""
+
 def kept_empty(shape: list[int] | tuple[int, ...], dtype: Any) -> _Array:
     """An uninitialised array on rnngraph's kept memory (float32/64, int32/64)."""
 

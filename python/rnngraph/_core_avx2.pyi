@@ -12,6 +12,7 @@ from rnngraph._core import _profile as _profile
 from rnngraph._core import _reset_profile as _reset_profile
 from rnngraph._core import _set_parallel_threshold as _set_parallel_threshold
 from rnngraph._core import _use_host_openmp as _use_host_openmp
+from rnngraph._core import adam_update as adam_update
 from rnngraph._core import blas_info as blas_info
 from rnngraph._core import cpu_budget as cpu_budget
 from rnngraph._core import cpu_supports as cpu_supports

@@ -16,6 +16,7 @@
 
 #include "output_pool.hpp"
 #include "rnngraph/matmul.hpp"
+#include "rnngraph/optimizers.hpp"
 
 namespace py = pybind11;
 
@@ -63,6 +64,47 @@ py::array_t<S> product(const py::array& a, const py::array& b) {
   return c;
 }
 
+// A C-contiguous array of S shaped like `like`, else a ValueError naming `label`.
+template <class S>
+const S* same_layout(const py::array& x, const py::array& like, const char* label) {
+  if (!x.dtype().is(py::dtype::of<S>()) || !(x.flags() & py::array::c_style) ||
+      x.ndim() != like.ndim() || !std::equal(x.shape(), x.shape() + x.ndim(), like.shape())) {
+    throw py::value_error(std::string("adam_update: ") + label +
+                          ": expected a C-contiguous array like values");
+  }
+  return static_cast<const S*>(x.data());
+}
+
+template <class S>
+py::tuple adam_of(const py::array& values, const py::array& momentum, const py::array& velocity,
+                  const py::object& max_velocity, const py::array& gradient, double lr,
+                  double beta1, double beta2, double epsilon) {
+  std::vector<py::ssize_t> shape(values.shape(), values.shape() + values.ndim());
+  AdamArrays<S> a{};
+  a.values = same_layout<S>(values, values, "values");
+  a.momentum = same_layout<S>(momentum, values, "momentum");
+  a.velocity = same_layout<S>(velocity, values, "velocity");
+  a.gradient = same_layout<S>(gradient, values, "gradient");
+  py::array_t<S> x = pooled_array<S>(shape), m = pooled_array<S>(shape), v = pooled_array<S>(shape);
+  a.new_values = x.mutable_data();
+  a.new_momentum = m.mutable_data();
+  a.new_velocity = v.mutable_data();
+  py::object vmax_out = py::none();
+  if (!max_velocity.is_none()) {
+    const py::array kept = max_velocity.cast<py::array>();
+    a.max_velocity = same_layout<S>(kept, values, "maximumVelocity");
+    py::array_t<S> out = pooled_array<S>(shape);
+    a.new_max_velocity = out.mutable_data();
+    vmax_out = out;
+  }
+  {
+    py::gil_scoped_release release;
+    adam_update<S>(static_cast<Index>(values.size()), a, S(lr), S(beta1), S(beta2), S(epsilon));
+  }
+  if (vmax_out.is_none()) return py::make_tuple(x, m, v);
+  return py::make_tuple(x, m, v, vmax_out);
+}
+
 template <class S>
 py::array empty_of(const std::vector<py::ssize_t>& shape) {
   return pooled_array<S>(shape);
@@ -71,6 +113,23 @@ py::array empty_of(const std::vector<py::ssize_t>& shape) {
 }  // namespace
 
 void bind_graph_ops(py::module_& m) {
+  m.def(
+      "adam_update",
+      [](const py::array& values, const py::array& momentum, const py::array& velocity,
+         const py::object& maximumVelocity, const py::array& gradient, double lr, double beta1,
+         double beta2, double epsilon) -> py::tuple {
+        if (values.dtype().is(py::dtype::of<float>()))
+          return adam_of<float>(values, momentum, velocity, maximumVelocity, gradient, lr, beta1,
+                                beta2, epsilon);
+        if (values.dtype().is(py::dtype::of<double>()))
+          return adam_of<double>(values, momentum, velocity, maximumVelocity, gradient, lr, beta1,
+                                 beta2, epsilon);
+        throw py::type_error("adam_update: values: expected float32 or float64");
+      },
+      py::arg("values"), py::arg("momentum"), py::arg("velocity"), py::arg("maximumVelocity"),
+      py::arg("gradient"), py::arg("lr"), py::arg("beta1"), py::arg("beta2"), py::arg("epsilon"),
+      "One fused Adam step (rnngraph/optimizers.hpp) on rnngraph's threads: (values, momentum, "
+      "velocity[, maximumVelocity]) on kept memory.");
   m.def(
       "kept_empty",
       [](const std::vector<py::ssize_t>& shape, const py::dtype& dtype) -> py::array {

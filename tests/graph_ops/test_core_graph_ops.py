@@ -52,3 +52,58 @@ def test_kept_empty_refuses_bad_arguments():
         core.kept_empty((2, -1), np.dtype(np.float32))
     with pytest.raises(TypeError, match="expected float32"):
         core.kept_empty((2,), np.dtype(np.complex64))
+
+
+def _numpy_adam(x, m, v, vmax, g, lr, b1, b2, eps):
+    """Apple's Adam, as docs/training.md states it (NumPy, in x's dtype)."""
+    m = b1 * m + g * (1 - b1)
+    v = b2 * v + (g * g) * (1 - b2)
+    outputs = [m, v]
+    den = v
+    if vmax is not None:
+        den = np.maximum(vmax, v)
+        outputs.append(den)
+    return [x - (lr * m) / (np.sqrt(den) + eps), *outputs]
+
+
+@pytest.mark.parametrize("amsgrad", [False, True], ids=["adam", "amsgrad"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_fused_adam_equals_the_formula_at_every_thread_count(dtype, amsgrad):
+    import rnngraph as rg
+
+    rng = np.random.default_rng(3)
+    shape = (300, 257)  # several blocks of the fused pass
+    x, m, g = (rng.standard_normal(shape).astype(dtype) for _ in range(3))
+    v = rng.random(shape).astype(dtype)
+    vmax = rng.random(shape).astype(dtype) if amsgrad else None
+    hyper = [dtype(0.01), dtype(0.9), dtype(0.999), dtype(1e-8)]
+    expected = _numpy_adam(x, m, v, vmax, g, *hyper)
+    before = rg.get_num_threads()
+    results = []
+    try:
+        for threads in (1, 2, 3):
+            rg.set_num_threads(threads)
+            results.append(core.adam_update(x, m, v, vmax, g, *map(float, hyper)))
+    finally:
+        rg.set_num_threads(before)
+    rtol = 1e-6 if dtype == np.float32 else 1e-14
+    for got, want in zip(results[0], expected):
+        assert got.dtype == dtype
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol)
+    for other in results[1:]:
+        for a, b in zip(results[0], other):
+            np.testing.assert_array_equal(a, b)  # bit-identical for any thread count
+
+
+def test_fused_adam_propagates_nan_like_numpy_and_refuses_other_layouts():
+    x = np.zeros(4)
+    vmax = np.array([np.nan, 1.0, 0.0, 0.0])
+    g = np.array([0.0, 0.0, np.nan, 1.0])
+    new = core.adam_update(x, x, x, vmax, g, 0.1, 0.9, 0.999, 1e-8)
+    assert np.isnan(new[3][0]) and np.isnan(new[3][2]) and new[3][1] == 1.0
+    with pytest.raises(ValueError, match="adam_update: momentum: expected a C-contiguous"):
+        core.adam_update(x, np.zeros(5), x, None, x, 0.1, 0.9, 0.999, 1e-8)
+    with pytest.raises(ValueError, match="adam_update: gradient"):
+        core.adam_update(x, x, x, None, np.zeros(4, np.float32), 0.1, 0.9, 0.999, 1e-8)
+    with pytest.raises(TypeError, match="float32 or float64"):
+        core.adam_update(np.zeros(4, np.int32), x, x, None, x, 0.1, 0.9, 0.999, 1e-8)
