@@ -33,7 +33,8 @@ def _dim_value(dim: Dim, sizes: Sizes) -> int | None:
     return None if value is None else coefficient * value
 
 
-def _shape_text(values: Dims) -> str:
+def shape_text(values: Dims) -> str:
+    """``[2, ?, 3]``: a shape as errors print it (``?``: known only at run time)."""
     return "[" + ", ".join("?" if v is None else str(v) for v in values) + "]"
 
 
@@ -43,7 +44,7 @@ def layout_text(layout: Layout, sizes: Sizes) -> str:
     values = [_dim_value(d, sizes) for d in layout]
     if all(isinstance(d, int) for d in layout) or all(v is None for v in values):
         return symbolic
-    return f"{symbolic} = {_shape_text(values)}"
+    return f"{symbolic} = {shape_text(values)}"
 
 
 def matches(shape: Dims, layout: Layout, sizes: Sizes) -> bool:
@@ -62,7 +63,7 @@ def check(op: str, label: str, shape: Dims, layouts: Sequence[Layout], sizes: Si
         if matches(shape, layout, sizes):
             return layout
     expected = " or ".join(layout_text(layout, sizes) for layout in layouts)
-    raise ValueError(f"{op}: {label}: expected shape {expected}, got {_shape_text(shape)}")
+    raise ValueError(f"{op}: {label}: expected shape {expected}, got {shape_text(shape)}")
 
 
 def bind(sizes: Sizes, symbol: str, value: int | None, coefficient: int = 1) -> None:
@@ -84,5 +85,5 @@ def check_broadcastable(op: str, label: str, shape: Dims, target: Layout, sizes:
     if not ok:
         raise ValueError(
             f"{op}: {label}: expected a shape broadcastable to {layout_text(target, sizes)}, "
-            f"got {_shape_text(shape)}"
+            f"got {shape_text(shape)}"
         )

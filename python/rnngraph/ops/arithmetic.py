@@ -26,9 +26,9 @@ from rnngraph.ops.operands import (
     operands,
     record,
     same_type,
-    shape_text,
     unbroadcast,
 )
+from rnngraph.shapes import shape_text
 
 if TYPE_CHECKING:
     from typing import TypeAlias

@@ -20,7 +20,8 @@ import numpy as np
 from rnngraph._native import core as _core
 from rnngraph.dtypes import DataType
 from rnngraph.ops.arguments import integer_argument, naming, present
-from rnngraph.ops.operands import axis_index, data_type, operand, record, shape_text
+from rnngraph.ops.operands import axis_index, data_type, operand, record
+from rnngraph.shapes import shape_text
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, DTypeLike, NDArray

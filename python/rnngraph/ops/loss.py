@@ -20,8 +20,9 @@ import numpy as np
 
 from rnngraph.ops.activations import log_soft_max, log_softmax
 from rnngraph.ops.arithmetic import fresh
-from rnngraph.ops.operands import axis_index, operands, record, same_type, shape_text
+from rnngraph.ops.operands import axis_index, operands, record, same_type
 from rnngraph.ops.reductions import inverse_count, kept_shape
+from rnngraph.shapes import shape_text
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray

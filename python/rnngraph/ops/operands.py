@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rnngraph.dtypes import DataType, as_data_type
+from rnngraph.shapes import shape_text
 from rnngraph.tensor import Tensor
 
 if TYPE_CHECKING:
@@ -91,19 +92,10 @@ def broadcast_shapes(op: str, tensors: Mapping[str, Tensor]) -> Shape:
             elif d != 1:
                 known.add(d)
         if len(known) > 1:
-            shapes = ", ".join(f"{label} {_text(t.shape)}" for label, t in tensors.items())
+            shapes = ", ".join(f"{label} {shape_text(t.shape)}" for label, t in tensors.items())
             raise ValueError(f"{op}: shapes do not broadcast: {shapes}")
         result.append(known.pop() if known else (None if unknown else 1))
     return tuple(result)
-
-
-def _text(shape: Shape) -> str:
-    return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
-
-
-def shape_text(shape: Shape) -> str:
-    """``[2, ?, 3]``: a shape as errors print it."""
-    return _text(shape)
 
 
 def axis_index(op: str, label: str, axis: object, rank: int) -> int:

@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rnngraph._native import core as _core
-from rnngraph.ops.operands import operand, record, same_type, shape_text
+from rnngraph.ops.operands import operand, record, same_type
 from rnngraph.ops.state import StateOps, as_variable
+from rnngraph.shapes import shape_text
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

@@ -17,8 +17,9 @@ import numpy as np
 from rnngraph.ops import conversion, slicing
 from rnngraph.ops.arguments import integer_argument, naming, present
 from rnngraph.ops.conversion import ConversionOps
-from rnngraph.ops.operands import VIEW, axes_indices, axis_index, operand, record, shape_text
+from rnngraph.ops.operands import VIEW, axes_indices, axis_index, operand, record
 from rnngraph.ops.slicing import SlicingOps
+from rnngraph.shapes import shape_text
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray

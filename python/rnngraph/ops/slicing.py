@@ -22,10 +22,10 @@ from rnngraph.ops.operands import (
     operands,
     record,
     same_type,
-    shape_text,
     unbroadcast,
     zeros_like,
 )
+from rnngraph.shapes import shape_text
 from rnngraph.tensor import Tensor
 
 if TYPE_CHECKING:

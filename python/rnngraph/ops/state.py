@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rnngraph.dtypes import as_data_type, naming_memory_errors
-from rnngraph.ops.operands import operand, record, shape_text
+from rnngraph.ops.operands import operand, record
+from rnngraph.shapes import shape_text
 from rnngraph.tensor import Tensor
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ import numpy as np
 from rnngraph.dtypes import DataType
 from rnngraph.graph import Graph
 from rnngraph.tensor import Tensor
-from rnngraph.testing._common import _graph_of
+from rnngraph.testing import _common
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -82,13 +82,7 @@ def _with(graph: Graph, with_: object) -> list[Tensor]:
 
 
 def _own(graph: Graph, tensor: object, label: str) -> Tensor:
-    if not isinstance(tensor, Tensor):
-        raise TypeError(f"{_FUNCTION}: {label}: expected an rnngraph Tensor, got "
-                        f"{type(tensor).__name__}")
-    if _graph_of(tensor) is not graph:
-        raise ValueError(f"{_FUNCTION}: {label}: tensor {tensor.name!r} belongs to another "
-                         "Graph (or to one that was deleted)")
-    return tensor
+    return _common._own(_FUNCTION, label, graph, tensor)
 
 
 def _positive(value: object, label: str, zero: bool = False) -> float:

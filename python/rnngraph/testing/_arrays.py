@@ -15,7 +15,8 @@ from rnngraph.tensor import Tensor
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
 
-from rnngraph.testing._common import _graph_of, _shape_text, _table
+from rnngraph.shapes import shape_text
+from rnngraph.testing._common import _own, _table
 
 # Default tolerances of assert_allclose / assert_outputs_close, by the less precise of the
 # two arrays' dtypes: (rtol, atol). Integers compare exactly.
@@ -184,12 +185,7 @@ def assert_outputs_close(graph: Graph, feeds: Mapping[Tensor, ArrayLike] | None,
             f"{expected!r:.60}")
     desired: dict[Tensor, NDArray[Any]] = {}
     for tensor, value in expected.items():
-        if not isinstance(tensor, Tensor):
-            raise TypeError(f"{function}: expected: keys must be rnngraph Tensors, got "
-                            f"{type(tensor).__name__}")
-        if _graph_of(tensor) is not graph:
-            raise ValueError(f"{function}: expected: tensor {tensor.name!r} belongs to another "
-                             "Graph")
+        _own(function, "expected", graph, tensor)
         desired[tensor] = _real(value, function, f"expected[{tensor.name!r}]")
     outputs = graph.run(feeds=dict(feeds) if feeds is not None else {},
                         targetTensors=list(desired))
@@ -201,10 +197,10 @@ def assert_outputs_close(graph: Graph, feeds: Mapping[Tensor, ArrayLike] | None,
         if m is None:
             continue
         if m.shapes:
-            rows.append([tensor.name, _shape_text(outputs[tensor].shape), tensor.dataType.value,
+            rows.append([tensor.name, shape_text(outputs[tensor].shape), tensor.dataType.value,
                          f"{r:.1e}", f"{a:.1e}", m.shapes, "", "", "", ""])
         else:
-            rows.append([tensor.name, _shape_text(outputs[tensor].shape), tensor.dataType.value,
+            rows.append([tensor.name, shape_text(outputs[tensor].shape), tensor.dataType.value,
                          f"{r:.1e}", f"{a:.1e}", f"{m.count} of {m.size}", str(m.index),
                          f"{m.actual:.7g}", f"{m.desired:.7g}",
                          "inf" if math.isinf(m.error) else f"{m.error:.3g}"])

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import TYPE_CHECKING
+
+from rnngraph.tensor import Tensor
 
 if TYPE_CHECKING:
     from rnngraph.graph import Graph
-    from rnngraph.tensor import Tensor
-
-
-def _shape_text(shape: Iterable[int | None]) -> str:
-    return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
 
 
 def _table(rows: list[list[str]]) -> str:
@@ -27,3 +23,15 @@ def _graph_of(tensor: Tensor) -> Graph | None:
         return tensor.graph
     except ReferenceError:
         return None
+
+
+def _own(function: str, label: str, graph: Graph, tensor: object) -> Tensor:
+    """``tensor`` if it is a Tensor of ``graph``; else an error naming ``function`` and
+    ``label``."""
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"{function}: {label}: expected an rnngraph Tensor, got "
+                        f"{type(tensor).__name__}")
+    if _graph_of(tensor) is not graph:
+        raise ValueError(f"{function}: {label}: tensor {tensor.name!r} belongs to another "
+                         "Graph (or to one that was deleted)")
+    return tensor

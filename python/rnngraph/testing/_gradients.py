@@ -17,8 +17,9 @@ from rnngraph.tensor import Tensor
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
 
+from rnngraph.shapes import shape_text
 from rnngraph.testing._arguments import _check_float64, _count, _own, _point, _positive, _with
-from rnngraph.testing._common import _shape_text, _table
+from rnngraph.testing._common import _table
 
 _FUNCTION = "check_gradients"
 
@@ -327,7 +328,7 @@ def _report(of: Tensor, results: list[_Result], failed: list[_Result], eps: floa
     rows = [["tensor", "shape", "method", "worst error", "tolerance", "result", "worst at",
              "analytic", "numeric"]]
     for r in results:
-        rows.append([r.tensor.name, _shape_text(r.shape), r.method, f"{r.error:.2e}",
+        rows.append([r.tensor.name, shape_text(r.shape), r.method, f"{r.error:.2e}",
                      f"{rtol:.1e}", "ok" if r.error <= rtol else "FAIL", r.where,
                      f"{r.analytic:.9e}", f"{r.numeric:.9e}"])
     return header + "\n" + _table(rows)
