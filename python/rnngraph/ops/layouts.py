@@ -89,12 +89,10 @@ def infer_sizes(op: str, spec: CellSpec, inputs: Arguments, bidirectional: bool)
     return sizes
 
 
-def normalise(arrays: RunArrays, sizes: Mapping[str, Any], bidirectional: bool,
-              open_shapes: bool = False) -> RunArrays:
-    """Run-time arrays in the dense layouts the core expects (SPEC.md section 1).
-    ``open_shapes``: the op has inputs of dimensions unknown when it was built, whose feeds
-    may be broadcast views (``Graph.run`` keeps them so until their shapes are checked);
-    every array is made dense either way."""
+def normalise(arrays: RunArrays, sizes: Mapping[str, Any], bidirectional: bool) -> RunArrays:
+    """Run-time arrays in the dense layouts the core expects (SPEC.md section 1). A feed kept
+    as a broadcast view (of a placeholder with dimensions unknown when the op was built) or
+    a view op's result is made dense here, once its shape is checked."""
     T, N, H = sizes["T"], sizes["N"], sizes["H"]
     DH = (2 if bidirectional else 1) * H
     out: RunArrays = {}

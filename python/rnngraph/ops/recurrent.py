@@ -157,7 +157,7 @@ def forward_op(graph: GraphBuilder, spec: CellSpec, arguments: Arguments,
             # their placeholders; only dimensions left open need the checks again now.
             run_sizes = sizes if static else infer_sizes(op, spec, arrays, bidirectional)
             with naming_memory_errors(op):
-                dense = normalise(arrays, run_sizes, bidirectional, open_shapes=not static)
+                dense = normalise(arrays, run_sizes, bidirectional)
             if constant_weights and packed is None:
                 packed = _core.pack_forward_weights(options, dense["recurrentWeight"],
                                                     dense["inputWeight"])
@@ -195,7 +195,7 @@ def gradient_op(graph: GraphBuilder, spec: CellSpec, arguments: Arguments,
     def compute(arrays: RunArrays) -> list[NDArray[Any]]:
         run_sizes = sizes if static else infer_sizes(op, spec, arrays, bidirectional)
         with naming_memory_errors(op):
-            dense = normalise(arrays, run_sizes, bidirectional, open_shapes=not static)
+            dense = normalise(arrays, run_sizes, bidirectional)
         grads = _core.rnn_gradients(options, dense)
         return [grads[label].reshape(arrays[label].shape) for label in returned]
 

@@ -6,14 +6,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import torch
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
 FLOATS = (torch.float32, torch.float64)
-NUMPY = {torch.float32: np.dtype(np.float32), torch.float64: np.dtype(np.float64)}
 
 
 def check_tensor(where: str, tensor: object, dtype: torch.dtype | None = None) -> torch.Tensor:
@@ -34,20 +32,10 @@ def check_tensor(where: str, tensor: object, dtype: torch.dtype | None = None) -
 
 
 def as_array(where: str, tensor: torch.Tensor, dtype: torch.dtype) -> NDArray[Any]:
-    """A NumPy view of ``tensor``'s memory (a non-contiguous tensor is copied).
-
-    The common case, a dense CPU tensor of ``dtype``, costs two calls into torch; anything
-    else fails one of them or the dtype comparison and gets ``check_tensor``'s error. (Each
-    call into torch right after a long kernel runs from cold caches: the five calls of the
-    full check cost about 0.1 ms per op on rows 7–8 of BENCHMARKS.md.)"""
-    try:
-        array: NDArray[Any] = tensor.detach().numpy()
-    except (AttributeError, RuntimeError, TypeError):
-        check_tensor(where, tensor, dtype)  # raises the error that fits, or:
-        array = tensor.detach().resolve_neg().numpy()  # a view with the negative bit set
-    if array.dtype != NUMPY[dtype]:
-        check_tensor(where, tensor, dtype)  # raises
-    return array if array.flags.c_contiguous else np.ascontiguousarray(array)
+    """A NumPy view of ``tensor``'s memory (a non-contiguous tensor is copied first)."""
+    check_tensor(where, tensor, dtype)
+    dense = tensor.detach().resolve_neg().contiguous()
+    return dense.numpy()
 
 
 def as_tensor(array: NDArray[Any]) -> torch.Tensor:
