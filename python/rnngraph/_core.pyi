@@ -122,9 +122,6 @@ def adam_update(values: _Array, momentum: _Array, velocity: _Array,
                 beta2: float, epsilon: float) -> tuple[_Array, ...]:
     """One fused Adam step on rnngraph's threads: (values, momentum, velocity[, maximumVelocity])."""
 
-def kept_empty(shape: list[int] | tuple[int, ...], dtype: Any) -> _Array:
-    """An uninitialised array on rnngraph's kept memory (float32/64, int32/64)."""
-
 def blas_info() -> dict[str, str | int]:
     """The linked BLAS: {'library', 'config', 'core', 'num_threads'}."""
 

@@ -18,7 +18,6 @@ from rnngraph._core import cpu_budget as cpu_budget
 from rnngraph._core import cpu_supports as cpu_supports
 from rnngraph._core import get_num_threads as get_num_threads
 from rnngraph._core import kept_bytes as kept_bytes
-from rnngraph._core import kept_empty as kept_empty
 from rnngraph._core import kernel_level as kernel_level
 from rnngraph._core import matmul as matmul
 from rnngraph._core import pack_forward_weights as pack_forward_weights

@@ -2,15 +2,13 @@
 // through rnngraph's gemm (rnngraph/matmul.hpp) for Graph.matrixMultiplication on floats
 // (each operand C-contiguous or the transpose of a C-contiguous array: a transposed view is
 // read as it is; anything else is refused here and made dense by the caller), and
-// _core.kept_empty, an uninitialised array on rnngraph's kept memory (output_pool.hpp) for
-// the NumPy ops to write into.
+// _core.adam_update, Graph.adam's fused step; both return arrays on rnngraph's kept memory
+// (output_pool.hpp).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
-#include <pybind11/stl.h>
 
 #include <algorithm>
 #include <stdexcept>
-#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -105,11 +103,6 @@ py::tuple adam_of(const py::array& values, const py::array& momentum, const py::
   return py::make_tuple(x, m, v, vmax_out);
 }
 
-template <class S>
-py::array empty_of(const std::vector<py::ssize_t>& shape) {
-  return pooled_array<S>(shape);
-}
-
 }  // namespace
 
 void bind_graph_ops(py::module_& m) {
@@ -130,20 +123,6 @@ void bind_graph_ops(py::module_& m) {
       py::arg("gradient"), py::arg("lr"), py::arg("beta1"), py::arg("beta2"), py::arg("epsilon"),
       "One fused Adam step (rnngraph/optimizers.hpp) on rnngraph's threads: (values, momentum, "
       "velocity[, maximumVelocity]) on kept memory.");
-  m.def(
-      "kept_empty",
-      [](const std::vector<py::ssize_t>& shape, const py::dtype& dtype) -> py::array {
-        for (auto d : shape) {
-          if (d < 0) throw py::value_error("kept_empty: negative size");
-        }
-        if (dtype.is(py::dtype::of<float>())) return empty_of<float>(shape);
-        if (dtype.is(py::dtype::of<double>())) return empty_of<double>(shape);
-        if (dtype.is(py::dtype::of<std::int32_t>())) return empty_of<std::int32_t>(shape);
-        if (dtype.is(py::dtype::of<std::int64_t>())) return empty_of<std::int64_t>(shape);
-        throw py::type_error("kept_empty: expected float32, float64, int32 or int64");
-      },
-      py::arg("shape"), py::arg("dtype"),
-      "An uninitialised array on rnngraph's kept memory (no page faults when one was freed).");
   m.def(
       "matmul",
       [](const py::array& a, const py::array& b) -> py::array {

@@ -1,5 +1,5 @@
 """The core's entry points for the ops around the recurrent ones: _core.matmul (rnngraph's
-gemm for matrixMultiplication) and _core.kept_empty (arrays on the kept memory)."""
+gemm for matrixMultiplication) and _core.adam_update (Graph.adam's fused step)."""
 
 from __future__ import annotations
 
@@ -35,23 +35,6 @@ def test_matmul_refuses_what_it_cannot_read():
         core.matmul(np.ones((2, 3)), np.ones((3, 4))[:, ::2])
     with pytest.raises(ValueError, match="inner sizes differ"):
         core.matmul(np.ones((2, 3)), np.ones((4, 2)))
-
-
-@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64])
-def test_kept_empty_gives_writable_aligned_arrays(dtype):
-    array = core.kept_empty((3, 1 << 17), np.dtype(dtype))
-    assert array.shape == (3, 1 << 17) and array.dtype == dtype and array.flags.writeable
-    assert array.ctypes.data % 64 == 0
-    array[:] = 7
-    assert (array == 7).all()
-    assert core.kept_empty((0, 4), np.dtype(dtype)).shape == (0, 4)
-
-
-def test_kept_empty_refuses_bad_arguments():
-    with pytest.raises(ValueError, match="negative size"):
-        core.kept_empty((2, -1), np.dtype(np.float32))
-    with pytest.raises(TypeError, match="expected float32"):
-        core.kept_empty((2,), np.dtype(np.complex64))
 
 
 def _numpy_adam(x, m, v, vmax, g, lr, b1, b2, eps):

@@ -125,6 +125,9 @@ def axes_indices(op: str, label: str, axes: object, rank: int) -> tuple[int, ...
 # another result). Copying instead cost 3 ms of a 55 ms training step at row-7 size
 # (benchmarks/bench_training_step.py).
 VIEW = {"view": True}
+# The attrs of an op whose results are fresh arrays that nothing else holds (an optimizer's
+# update): an assign of one keeps it, read-only, instead of copying it.
+FRESH = {"fresh": True}
 
 
 def record(graph: GraphBuilder, kind: str, name: str | None, inputs: dict[str, Tensor],

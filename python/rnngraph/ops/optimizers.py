@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rnngraph._native import core as _core
-from rnngraph.ops.operands import operand, record, same_type
+from rnngraph.ops.operands import FRESH, operand, record, same_type
 from rnngraph.ops.state import StateOps, as_variable
 from rnngraph.shapes import shape_text
 
@@ -111,7 +111,7 @@ def _sgd(graph: GraphBuilder, op: str, subject: str, learningRate: Operand,
 
     order = {label: tensors[label] for label in ("learningRate", "values", "gradient")}
     return record(graph, "stochasticGradientDescent", name, order, compute,
-                  [(tensors["values"].shape, tensors["values"].dataType)])[0]
+                  [(tensors["values"].shape, tensors["values"].dataType)], FRESH)[0]
 
 
 def _scalar(x: Any) -> Any:
@@ -120,64 +120,34 @@ def _scalar(x: Any) -> Any:
     return x[()] if isinstance(x, np.ndarray) and x.ndim == 0 else x
 
 
-def _fused_adam(a: RunArrays, values: NDArray[Any], lr: Any) -> list[NDArray[Any]] | None:
-    """The step through the core's fused pass (rnngraph/optimizers.hpp: one pass on rnngraph's
-    threads) when every hyper-parameter is one number and every state array is dense and
-    shaped like the values; None otherwise."""
-    scalars = [lr, a["beta1"], a["beta2"], a["epsilon"]]
-    if any(np.ndim(x) != 0 for x in scalars):
-        return None
-    states = [a["momentum"], a["velocity"], a["gradient"]]
-    kept = a.get("maximumVelocity")
-    if kept is not None:
-        states.append(kept)
-    if any(s.shape != values.shape or s.dtype != values.dtype or not s.flags.c_contiguous
-           for s in [values, *states]):
-        return None
-    outputs = _core.adam_update(values, a["momentum"], a["velocity"], kept, a["gradient"],
-                                *(float(x) for x in scalars))
-    return list(outputs)
-
-
 def _adam_compute(a: RunArrays) -> list[NDArray[Any]]:
-    """One Adam step over arrays of one dataType (Python ints below keep it)."""
+    """One Adam step over arrays of one dataType (Python ints below keep it). With every
+    hyper-parameter one number (the usual case) it is the core's fused pass on rnngraph's
+    threads (rnngraph/optimizers.hpp); a hyper-parameter given per element takes NumPy's
+    broadcasting through the same formulas."""
     values = _check_run("adam", "values", a)
     a = {label: _scalar(x) for label, x in a.items()}
-    g, beta1, beta2 = a["gradient"], a["beta1"], a["beta2"]
+    g, beta1, beta2, epsilon = a["gradient"], a["beta1"], a["beta2"], a["epsilon"]
     if a.get("currentLearningRate") is not None:
         lr = a["currentLearningRate"]
     else:
         # lr[t] = learningRate * sqrt(1 - beta2^t) / (1 - beta1^t)
         lr = a["learningRate"] * np.sqrt(1 - a["beta2Power"]) / (1 - a["beta1Power"])
-    fused = _fused_adam(a, values, lr)
-    if fused is not None:
-        return fused
-    # Otherwise (a hyper-parameter broadcast per element, a state array of another layout):
-    # the formulas of the docstring, in the same order of operations, written into arrays on
-    # rnngraph's kept memory through one scratch array: a fresh megabyte array costs its page
-    # faults at every step (a 1024×256 step: 1.7 ms with NumPy's temporaries, 0.4 ms so).
-    def empty() -> NDArray[Any]:
-        return _core.kept_empty(values.shape, values.dtype)
-
-    scratch, momentum, velocity, update = empty(), empty(), empty(), empty()
-    np.multiply(g, 1 - beta1, out=scratch)
-    np.multiply(beta1, a["momentum"], out=momentum)
-    momentum += scratch
-    np.multiply(g, g, out=scratch)
-    scratch *= 1 - beta2
-    np.multiply(beta2, a["velocity"], out=velocity)
-    velocity += scratch
+    kept = a.get("maximumVelocity")
+    if all(np.ndim(x) == 0 for x in (lr, beta1, beta2, epsilon)):
+        dense = np.ascontiguousarray
+        return list(_core.adam_update(
+            dense(values), dense(a["momentum"]), dense(a["velocity"]),
+            None if kept is None else dense(kept), dense(g),
+            float(lr), float(beta1), float(beta2), float(epsilon)))
+    momentum = beta1 * a["momentum"] + g * (1 - beta1)
+    velocity = beta2 * a["velocity"] + (g * g) * (1 - beta2)
     outputs = [momentum, velocity]
     denominator = velocity
-    if a.get("maximumVelocity") is not None:  # AMSGrad: divide by the running maximum
-        denominator = np.maximum(a["maximumVelocity"], velocity, out=empty())
+    if kept is not None:  # AMSGrad: divide by the running maximum
+        denominator = np.maximum(kept, velocity)
         outputs.append(denominator)
-    np.sqrt(denominator, out=scratch)
-    scratch += a["epsilon"]
-    np.multiply(lr, momentum, out=update)
-    update /= scratch
-    np.subtract(values, update, out=update)
-    return [update, *outputs]
+    return [values - (lr * momentum) / (np.sqrt(denominator) + epsilon), *outputs]
 
 
 class OptimizerOps:
@@ -281,7 +251,7 @@ class OptimizerOps:
         inputs = {label: tensors[label] for label in order if label in tensors}
         like = (tensors["values"].shape, tensors["values"].dataType)
         count = 4 if maximumVelocity is not None else 3
-        return record(self, "adam", name, inputs, _adam_compute, [like] * count)
+        return record(self, "adam", name, inputs, _adam_compute, [like] * count, FRESH)
 
 
 GRADIENT_RULES: dict[str, Rule] = {}  # optimizer outputs are not differentiable

@@ -26,11 +26,6 @@ if TYPE_CHECKING:
     from rnngraph.graph import Operation
 
 
-# Ops whose results are fresh arrays that no feed, variable or other result shares (an assign
-# of one keeps it without a copy; a run that also returns it returns it read-only).
-OWNED_RESULTS = frozenset({"adam", "stochasticGradientDescent"})
-
-
 class VariableValue:
     """A variable's current array (read-only; an assign replaces it, never writes into it)."""
 
@@ -98,10 +93,11 @@ class StateOps:
                              f"{shape_text(target.shape)}, got {shape_text(value.shape)}")
         holder: VariableValue = target.op.attrs["value"]
         where = f"assign: tensor ({target.name!r})"
-        # An optimizer's result is an array no other value shares: the variable keeps it
-        # (read-only) instead of a copy. A copy of every parameter and its Adam state cost
-        # 0.3-1.5 ms of the row-7 training step (benchmarks/bench_training_step.py).
-        owned = value.op.kind in OWNED_RESULTS
+        # A result of an op marked operands.FRESH is an array no other value shares: the
+        # variable keeps it (read-only; a run that also returns it returns it so) instead of
+        # a copy. Copying every parameter and its Adam state cost 0.3-1.5 ms of the row-7
+        # training step (benchmarks/bench_training_step.py).
+        owned = bool(value.op.attrs.get("fresh"))
 
         def compute(arrays: dict[str, Any]) -> list[Any]:
             array = arrays["tensor"]
