@@ -344,9 +344,9 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps, StateOps, ArithmeticOps, Activati
             assigned.op.attrs["value"].array = values[assigned]
         if views:  # a placeholder among the targets returns its feed, dense
             values.update((t, dense(values[t])) for t in views if t in targets)
-        # A view op's result (operands.VIEW) is returned as its own copy: it must not alias
-        # a feed, a variable or another result.
-        return {t: values[t].copy() if t.op.attrs.get("view") else values[t] for t in targets}
+        for t in plan.copied:  # a view op's result: not to alias a feed, variable or result
+            values[t] = values[t].copy()
+        return {t: values[t] for t in targets}
 
     def _target_operations(self, operations: Sequence[Operation] | None) -> tuple[Tensor, ...]:
         """The assigns' new values (the tensors a run computes for them), checked."""
@@ -425,6 +425,8 @@ class _Plan:
         computing = [op for op in needed if op.kind not in ("placeholder", "constant")]
         freed = self._last_uses(computing, targets)
         self.steps = [(op, tuple(freed.get(position, ()))) for position, op in enumerate(computing)]
+        # Targets made by a view op (operands.VIEW): returned as copies of their own.
+        self.copied = [t for t in dict.fromkeys(targets) if t.op.attrs.get("view")]
 
     @staticmethod
     def _last_uses(ops: list[Operation], targets: tuple[Tensor, ...]) -> dict[int, list[Tensor]]:
