@@ -28,6 +28,11 @@ class UnknownPropertyError(AttributeError, TypeError):
 class _Descriptor:
     """Shared machinery: typed, validated properties and copying.
 
+    Each property is a keyword-only argument of the constructor, with MPSGraph's default, and
+    is checked whenever it is set: a flag must be a bool and an activation an
+    ``RNNActivation`` (or its raw value 0..4); a name that is no property raises
+    ``AttributeError``.
+
     A subclass declares its properties once, as the keyword-only parameters of its
     ``__init__`` with their defaults (a bool default makes a flag, an ``RNNActivation`` one
     an activation); ``_flags`` and ``_activations`` are read from that signature."""
@@ -116,10 +121,8 @@ class SingleGateRNNDescriptor(_Descriptor):
     """Options of ``singleGateRNN`` and ``singleGateRNNGradients``:
     ``h[t] = activation(x'[t] + h[t-1]·Rᵀ)``.
 
-    Each property is a keyword-only argument of the constructor, with MPSGraph's default, and
-    is checked whenever it is set: a flag must be a bool and an activation an
-    ``RNNActivation`` (or its raw value 0..4); a name that is no property raises
-    ``AttributeError``.
+    Its properties, each a keyword-only argument with MPSGraph's default and checked when set
+    (the rules are ``_Descriptor``'s):
 
     Attributes:
         reverse (bool, default False): process t = T-1 … 0, storing the state made from
@@ -151,10 +154,8 @@ class LSTMDescriptor(_Descriptor):
     ``a_g = act_g(x'_g + h[t-1]·R_gᵀ + p_g ⊙ c[t-1])``, cell
     ``c[t] = a_f ⊙ c[t-1] + a_i ⊙ a_z`` and state ``h[t] = a_o ⊙ activation(c[t])``.
 
-    Each property is a keyword-only argument of the constructor, with MPSGraph's default, and
-    is checked whenever it is set: a flag must be a bool and an activation an
-    ``RNNActivation`` (or its raw value 0..4); a name that is no property raises
-    ``AttributeError``.
+    Its properties, each a keyword-only argument with MPSGraph's default and checked when set
+    (the rules are ``_Descriptor``'s):
 
     Attributes:
         reverse (bool, default False): process t = T-1 … 0, storing the state made from
@@ -208,10 +209,8 @@ class GRUDescriptor(_Descriptor):
     """Options of ``GRU`` and ``GRUGradients``: update gate z, reset gate r, candidate o and
     state ``h[t] = z ⊙ h[t-1] + (1 - z) ⊙ o`` (see ``flipZ``).
 
-    Each property is a keyword-only argument of the constructor, with MPSGraph's default, and
-    is checked whenever it is set: a flag must be a bool and an activation an
-    ``RNNActivation`` (or its raw value 0..4); a name that is no property raises
-    ``AttributeError``.
+    Its properties, each a keyword-only argument with MPSGraph's default and checked when set
+    (the rules are ``_Descriptor``'s):
 
     Attributes:
         reverse (bool, default False): process t = T-1 … 0, storing the state made from
