@@ -82,10 +82,6 @@ def _rnn_rule(graph: GraphBuilder, op: Operation, grads: list[Tensor | None],
     return {label: g for label, g in zip(returned, result) if label in wanted}
 
 
-def _identity_rule(label: str) -> Rule:
-    return lambda graph, op, grads, wanted: {label: grads[0]}  # type: ignore[dict-item]
-
-
 RULES: dict[str, Rule] = {
     "singleGateRNN": _rnn_rule,
     "LSTM": _rnn_rule,
