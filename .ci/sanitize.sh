@@ -34,8 +34,11 @@ print("\n".join(meta["project"]["dependencies"] + wanted + meta["build-system"][
 EOF
 )
 "$py" -m pip install --quiet "${deps[@]}" cmake ninja
+# GCC by name, whatever CC/CXX say: step 2 preloads GCC's runtime, and clang links no sanitizer
+# runtime into a shared module at all (it expects the executable to carry one).
 "$py" -m pip install --quiet --force-reinstall --no-deps --no-build-isolation \
   -Cbuild-dir="$work/cmake" \
+  -Ccmake.define.CMAKE_CXX_COMPILER="$(command -v g++)" \
   -Ccmake.define.RNNGRAPH_SANITIZE=address,undefined \
   -Ccmake.define.RNNGRAPH_NATIVE=ON \
   -Ccmake.build-type=RelWithDebInfo \
@@ -47,11 +50,17 @@ echo "sanitize: built in $((SECONDS - started)) s"
 #    loaded first (LD_PRELOAD). Reports go to stderr and to $work/reports/<tool>.<pid>.
 # (Found without importing rnngraph: the instrumented module cannot load before libasan.)
 package="$("$py" -c 'import importlib.util as u; print(u.find_spec("rnngraph").submodule_search_locations[0])')"
-module="$(ls "$package"/_core*.so | head -n 1)"
-libasan="$(ldd "$module" | awk '/libasan/ {print $3}')"
-libstdcxx="$(ldd "$module" | awk '/libstdc\+\+/ {print $3}')"
-if [ -z "$libasan" ] || [ -z "$libstdcxx" ] || ! ldd "$module" | grep -q libubsan; then
+modules=("$package"/_core*.so)
+module="${modules[0]}"
+# ldd's output read once: `ldd | grep -q` under pipefail fails whenever grep exits before ldd
+# has written everything (SIGPIPE), which made this check flaky.
+linked="$(ldd "$module")"
+libasan="$(awk '/libasan/ {print $3}' <<<"$linked")"
+libstdcxx="$(awk '/libstdc\+\+/ {print $3}' <<<"$linked")"
+if [ -z "$libasan" ] || [ -z "$libstdcxx" ] || [[ "$linked" != *libubsan* ]]; then
   echo "sanitize: $module does not link libasan, libubsan and libstdc++" >&2
+  echo "$linked" >&2
+  grep -E "^(CMAKE_CXX_COMPILER|RNNGRAPH_)[A-Z_]*:" "$work/cmake/CMakeCache.txt" >&2 || true
   exit 1
 fi
 reports="$work/reports"
