@@ -1,11 +1,13 @@
 """Where each row's time goes: rnngraph's own sections (cpp/src/profile.hpp) per call.
 
     python3 benchmarks/profile_rows.py [--rows 7,8,10,13] [--threads 16] [--reps 10] [--out F]
+                                       [--threshold SITE=VALUE ...]
 
 Runs each row's step (ours.make_step) --reps times after a warm-up with RNNGRAPH_PROFILE set,
 and prints per call: the wall time, each section's time (projection, packing, forward loops,
 backward prepare, backward loops, weight gradients; summed over the calls the step makes)
-and what is left outside them (graph and Python overhead, outputs).
+and what is left outside them (graph and Python overhead, outputs). --threshold moves one of
+the parallel sites of cpp/src/tuning.hpp (e.g. team=524288) for the whole run.
 """
 
 from __future__ import annotations
@@ -47,18 +49,22 @@ def main(argv=None) -> None:
     p.add_argument("--threads", type=int, default=rnngraph.get_num_threads())
     p.add_argument("--reps", type=int, default=10)
     p.add_argument("--out", type=Path)
+    p.add_argument("--threshold", action="append", default=[], metavar="SITE=VALUE")
     a = p.parse_args(argv)
     rnngraph.set_num_threads(a.threads)
+    for setting in a.threshold:
+        site, _, value = setting.partition("=")
+        core._set_parallel_threshold(site, int(value))
     results = [profile_row(int(r), a.reps) for r in a.rows.split(",")]
     names = list(results[0]["sections_ms"])
-    print(f"ms per call, {a.threads} threads")
+    print(f"ms per call, {a.threads} threads" + "".join(f", {t}" for t in a.threshold))
     print("| row | wall | " + " | ".join(names) + " | outside |")
     print("|---" * (len(names) + 3) + "|")
     for r in results:
         cells = " | ".join(f"{r['sections_ms'][n]:.2f}" for n in names)
         print(f"| {r['row']} | {r['wall_ms']:.2f} | {cells} | {r['outside_ms']:.2f} |")
     if a.out:
-        a.out.write_text(json.dumps({"threads": a.threads, "results": results}, indent=1))
+        a.out.write_text(json.dumps({"threads": a.threads, "thresholds": a.threshold, "results": results}, indent=1))
 
 
 if __name__ == "__main__":

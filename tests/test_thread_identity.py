@@ -12,7 +12,8 @@ from toolkit import Case, blas_threads, draw_inputs, forward, gradients, signals
 
 THREAD_COUNTS = (1, 2, 3, 4, 7, 16)
 # cell, case text, N, I, H, T: every split path (serial, row chunks, directions on their
-# own threads, a team sharing each step) in both dtypes, every input given
+# own threads, a team sharing each step) and every cut of a product (gemm.cpp), in both
+# dtypes, every input given
 SHAPES = [
     ("LSTM", "fwd", 32, 96, 64, 7),  # row chunks
     ("GRU", "bi-resetAfter", 20, 64, 48, 5),  # directions and row chunks
@@ -23,6 +24,7 @@ SHAPES = [
     ("singleGateRNN", "fwd", 2, 96, 256, 9),
     ("LSTM", "fwd-float32", 4, 256, 512, 5),  # float32 team: the packed product
     ("GRU", "bi-float32", 24, 128, 96, 5),
+    ("LSTM", "fwd", 64, 512, 256, 8),  # weight gradients cut into a grid of blocks and along k
 ]
 CASES = [Case.parse(cell, text).but(T=T, N=N, I=I, H=H, signal="dy+dS").with_all_inputs()
          for cell, text, N, I, H, T in SHAPES]

@@ -216,47 +216,71 @@ ProductPath gemm_kernel(Trans ta, Trans tb, Index m, Index n, Index k, bool unit
   return m * n * k <= tuning::kSmallGemm ? ProductPath::small : ProductPath::blas;
 }
 
-namespace {}  // namespace
+namespace {
+
+// How a large product is cut into tasks: a grid of row_blocks × column_blocks blocks of C,
+// each summed over `parts` slices of k. It depends on the shape alone (tuning.hpp, kGemm*):
+// each element of C is then summed the same way however many threads share the product.
+struct ProductCut {
+  Index row_blocks = 1, column_blocks = 1, parts = 1;
+  Index blocks() const { return row_blocks * column_blocks; }
+};
+
+// Halves the longer side of the blocks (the other when the longer one cannot) while both
+// halves keep at least `min_side` and the blocks number fewer than `max_blocks`. Every
+// count is a power of two, so 1, 2, 4, 8 and 16 threads get whole shares of the tasks.
+void halve_blocks(ProductCut& cut, Index m, Index n, Index min_side, Index max_blocks) {
+  while (cut.blocks() < max_blocks) {
+    const Index rows = m / cut.row_blocks, cols = n / cut.column_blocks;
+    const bool rows_first = rows >= cols;
+    if ((rows_first ? rows : cols) / 2 >= min_side) {
+      (rows_first ? cut.row_blocks : cut.column_blocks) *= 2;
+    } else if ((rows_first ? cols : rows) / 2 >= min_side) {
+      (rows_first ? cut.column_blocks : cut.row_blocks) *= 2;
+    } else {
+      return;
+    }
+  }
+}
+
+ProductCut cut_product(Index m, Index n, Index k) {
+  ProductCut cut;
+  if (m * n * k < tuning::parallel_threshold(tuning::ParallelSite::gemm)) return cut;
+  halve_blocks(cut, m, n, tuning::kGemmBlock, tuning::kGemmTasks);
+  // Still too few blocks of C for the threads: the depth k is cut (split-k), which keeps the
+  // blocks' arithmetic intensity, and only then the blocks' sides below kGemmBlock.
+  while (cut.blocks() * cut.parts < tuning::kGemmTasks && k / (2 * cut.parts) >= tuning::kGemmDepth)
+    cut.parts *= 2;
+  halve_blocks(cut, m, n, tuning::kGemmMinBlock, tuning::kGemmTasks / cut.parts);
+  return cut;
+}
+
+}  // namespace
 
 template <class S>
 void gemm(Trans ta, Trans tb, Index m, Index n, Index k, S alpha, const S* a, Index lda, const S* b,
           Index ldb, S beta, S* c, Index ldc) {
   if (degenerate(m, n, k, beta, c, ldc)) return;
-  // The kernel is chosen for the whole product, and every block runs it; the blocks depend
-  // on the shape alone (tuning.hpp, kGemm*): each element of C is then summed the same way
-  // however many threads share the product.
+  // The kernel is chosen for the whole product, and every block runs it.
   const ProductPath kernel = gemm_kernel(ta, tb, m, n, k, alpha == S(1));
-  // Few rows (a forward step) or more columns than rows: cut the columns; else the rows.
-  const bool by_columns = recurrent_shape(ta, tb, m, n, k) || n > m;
-  const Index extent = by_columns ? n : m;
-  const bool large = m * n * k >= tuning::parallel_threshold(tuning::ParallelSite::gemm);
-  const Index blocks =
-      large ? std::clamp<Index>(extent / tuning::kGemmBlock, 1, tuning::kGemmBlocks) : 1;
-  // Too few blocks of C for the threads: the depth k is cut too (split-k). Part 0 of each
-  // block goes into C; part j > 0 into a buffer of its own, added to C after all parts in
-  // the order j = 1, 2, ... (a fixed order: the sums do not depend on the threads either).
-  const Index parts = large && blocks < tuning::kGemmTasks
-                          ? std::max<Index>(1, std::min((tuning::kGemmTasks + blocks - 1) / blocks,
-                                                        k / tuning::kGemmDepth))
-                          : 1;
+  const ProductCut cut = cut_product(m, n, k);
+  // Part 0 of each block goes into C; part j > 0 into a buffer of its own, added to C after
+  // all parts in the order j = 1, 2, ... (a fixed order: the sums do not depend on threads).
+  const Index parts = cut.parts;
   Buffer<S> partials(static_cast<size_t>((parts - 1) * m * n));
-  parallel_for(blocks * parts, [&](Index task) {
-    const Index i = task / parts, j = task % parts;
-    const Index lo = extent * i / blocks, hi = extent * (i + 1) / blocks;
+  parallel_for(cut.blocks() * parts, [&](Index task) {
+    const Index block_index = task / parts, j = task % parts;
+    const Index rb = block_index / cut.column_blocks, cb = block_index % cut.column_blocks;
+    const Index r0 = m * rb / cut.row_blocks, r1 = m * (rb + 1) / cut.row_blocks;
+    const Index c0 = n * cb / cut.column_blocks, c1 = n * (cb + 1) / cut.column_blocks;
     const Index k0 = k * j / parts, kc = k * (j + 1) / parts - k0;
-    const S* ak = ta == Trans::no ? a + k0 : a + k0 * lda;  // op(A)[:, k0:]
-    const S* bk = tb == Trans::no ? b + k0 * ldb : b + k0;  // op(B)[k0:, :]
+    // op(A)[r0:r1, k0:], op(B)[k0:, c0:c1]
+    const S* ab = ta == Trans::no ? a + r0 * lda + k0 : a + k0 * lda + r0;
+    const S* bb = tb == Trans::no ? b + k0 * ldb + c0 : b + c0 * ldb + k0;
     S* cj = j == 0 ? c : partials.data() + (j - 1) * m * n;
     const Index ldcj = j == 0 ? ldc : n;
-    const S betaj = j == 0 ? beta : S(0);
-    if (by_columns) {
-      const S* bj = tb == Trans::no ? bk + lo : bk + lo * ldb;
-      gemm_with(kernel, ta, tb, m, hi - lo, kc, alpha, ak, lda, bj, ldb, betaj, cj + lo, ldcj);
-    } else {
-      const S* ai = ta == Trans::no ? ak + lo * lda : ak + lo;
-      gemm_with(kernel, ta, tb, hi - lo, n, kc, alpha, ai, lda, bk, ldb, betaj, cj + lo * ldcj,
-                ldcj);
-    }
+    gemm_with(kernel, ta, tb, r1 - r0, c1 - c0, kc, alpha, ab, lda, bb, ldb, j == 0 ? beta : S(0),
+              cj + r0 * ldcj + c0, ldcj);
   });
   if (parts == 1) return;
   const Index row_blocks = parallel_blocks(m * n * parts, tuning::ParallelSite::pass, m);

@@ -10,8 +10,9 @@ namespace rnngraph::tuning {
 namespace {
 
 constexpr int kSites = static_cast<int>(ParallelSite::count);
-std::atomic<Index> overrides[kSites] = {-1, -1, -1, -1, -1, -1};
-const char* const kSiteNames[kSites] = {"recurrence", "step", "gemm", "projection", "pass", "pack"};
+std::atomic<Index> overrides[kSites] = {-1, -1, -1, -1, -1, -1, -1};
+const char* const kSiteNames[kSites] = {"recurrence", "step", "gemm", "projection",
+                                        "pass",       "pack", "team"};
 
 }  // namespace
 

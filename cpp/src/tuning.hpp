@@ -22,6 +22,7 @@ enum class ParallelSite : int {
   projection,      // the input projection through packed weights
   pass,            // a pass over whole sequences, elements (hp, hm, h = act(z), ...)
   pack,            // packing a weight matrix into panels, elements
+  team,            // a thread per this many multiply-adds of a step a team shares
   count
 };
 // Defaults, indexed by ParallelSite. Measured on the 2-core development machine (AMD EPYC,
@@ -46,6 +47,11 @@ constexpr Index kParallelDefaults[] = {
     Index(1) << 18,
     // pack: packing R for the forward (LSTM, T·N = 32): crossover 147K (1.20x); 2^18.
     Index(1) << 18,
+    // team: a team thread per this many multiply-adds of a step's product. A team of 16 on a
+    // step of 0.8M (row 2, GRU H = 512, N = 1) ran 0.125 ms against 0.094 ms with 4 threads
+    // on the 16-core machine (results/machine16-sweep-2026-11-22T2244.md), each thread's
+    // share of a step there being 49K against 197K.
+    Index(1) << 17,
 };
 static_assert(sizeof(kParallelDefaults) / sizeof(Index) == static_cast<int>(ParallelSite::count));
 
@@ -77,11 +83,7 @@ constexpr Index kStreamedWeightBytes = Index(8) << 20;
 // H = 128 (1.00x) and 1024 (0.99x), and loses at H = 32 (0.78x), where the work split keeps
 // the call on one thread anyway.)
 constexpr Index kTeamUnitsPerThread = 16;
-// ... and at least this many multiply-adds of each step's product: a team of 16 on a step
-// of 0.8M (row 2, GRU H = 512, N = 1) ran 0.125 ms against 0.094 ms with 4 threads on the
-// 16-core machine (results/machine16-sweep-2026-11-22T2244.md), each thread's share of a
-// step there being 49K against 197K.
-constexpr Index kTeamStepWorkPerThread = Index(1) << 17;
+// ... and at least the "team" site's multiply-adds of each step's product (kParallelDefaults).
 
 // ---- The forward step's product (driver/direction.hpp) --------------------------------
 // The forward packs Rᵀ into panels once per call when T·N reaches kPackWeightsRows and the
@@ -112,15 +114,22 @@ constexpr Index kSmallGemm = 32 * 1024;
 // BLAS is 0-27 % faster, 11 µs or less a call.)
 constexpr Index kDotRows = 16;
 constexpr Index kDotMinSize = 1024;
-// A product above the gemm site's threshold is cut into blocks of at least kGemmBlock rows
-// (or columns) of C, at most kGemmBlocks of them: a partition that depends on the product's
-// shape alone, never on the thread count, because the BLAS picks its kernels by size (a
-// product cut differently would be summed differently). Each block repacks the other
-// operand, about 1/(2·kGemmBlock) of a copy per flop. 1 thread, 2-core machine, rows 7, 8
-// and 10 (train, where these products are half the time): 128 rows cost 4-12 % over one
-// uncut product, 256 rows 0-6 %.
+// A product above the gemm site's threshold is cut into a grid of blocks of C (gemm.cpp,
+// cut_product): a partition that depends on the product's shape alone, never on the thread
+// count, because the BLAS picks its kernels by size (a product cut differently would be
+// summed differently). Each block repacks its slices of both operands. The blocks' sides are
+// halved, the longer first, while they keep at least kGemmBlock, up to kGemmTasks blocks;
+// then k is cut (below); then the sides go down to kGemmMinBlock while there are still fewer
+// than kGemmTasks tasks. Every count is a power of two, so 1, 2, 4, 8 and 16 threads get
+// equal shares. Measured against the earlier cut (rows or columns only, 21 tasks for row
+// 10's weight gradients, so that 16 threads ran a second round of 5):
+//   1 and 2 threads, 2-core machine, rows 7, 8, 10, 12, 13: within the runs' noise (-3 to
+//   +4 %; ab runs of ours.make_step, two rounds). Going below 256 before cutting k cost
+//   4-10 % at 1 thread (row 7's dR in 128 x 128 blocks instead of 256 x 256 x 4 parts).
+//   16 threads, 16-core machine (profile_rows.py): row 10's weight gradients 23.2 ms
+//   against 24.6, its projection 6.8 against 8.6.
 constexpr Index kGemmBlock = 256;
-constexpr Index kGemmBlocks = 32;
+constexpr Index kGemmMinBlock = 128;
 // Fewer blocks than kGemmTasks (a thin C, a deep k: the weight gradients of a small batch,
 // dx = dx'·W) cut k too, into parts at least kGemmDepth deep whose sums are added in a fixed
 // order. 16-core machine, 16 threads: row 8's weight gradients took 11.6 ms of 20.2 with

@@ -166,6 +166,6 @@ def test_force_paths_validates_its_names():
             core._force_paths(**{kind: "fast"})
     assert core._forced_paths() == {"product": "auto", "tile": "auto", "split": "auto"}
     sites = dict(core._parallel_thresholds())
-    assert set(sites) == {"recurrence", "step", "gemm", "projection", "pass", "pack"}
+    assert set(sites) == {"recurrence", "step", "gemm", "projection", "pass", "pack", "team"}
     with pytest.raises(ValueError, match="unknown site 'x'"):
         core._set_parallel_threshold("x", 1)

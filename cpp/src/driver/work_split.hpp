@@ -28,12 +28,12 @@ struct WorkSplit {
 };
 
 // Threads that share each step of a direction: at most one per kTeamUnitsPerThread hidden
-// units and per kTeamStepWorkPerThread multiply-adds of the step's product.
+// units and per the "team" site's multiply-adds of the step's product (tuning.hpp).
 inline int team_size(const RNNShape& s, int recurrent_gates, int threads) {
   const Index step_work = s.N * recurrent_gates * s.H * s.H;
-  return static_cast<int>(
-      std::max<Index>(1, std::min({Index(threads), s.H / tuning::kTeamUnitsPerThread,
-                                   step_work / tuning::kTeamStepWorkPerThread})));
+  return static_cast<int>(std::max<Index>(
+      1, std::min({Index(threads), s.H / tuning::kTeamUnitsPerThread,
+                   step_work / tuning::parallel_threshold(tuning::ParallelSite::team)})));
 }
 
 inline SplitPath choose_split(const RNNShape& s, int recurrent_gates, Index scalar_bytes,
