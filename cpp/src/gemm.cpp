@@ -243,6 +243,9 @@ void halve_blocks(ProductCut& cut, Index m, Index n, Index min_side, Index max_b
   }
 }
 
+static_assert((tuning::kGemmTasks & (tuning::kGemmTasks - 1)) == 0,
+              "equal shares for 1, 2, 4, ... threads need a power of two");
+
 ProductCut cut_product(Index m, Index n, Index k) {
   ProductCut cut;
   if (m * n * k < tuning::parallel_threshold(tuning::ParallelSite::gemm)) return cut;

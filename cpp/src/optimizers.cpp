@@ -17,9 +17,8 @@ void adam_update(Index count, const AdamArrays<S>& a, S lr, S beta1, S beta2, S 
   // would cost more to hand out than to compute.
   constexpr Index kMinBlock = 16 * 1024;
   const Index blocks = parallel_blocks(count, tuning::ParallelSite::pass, count, kMinBlock);
-  const Index per_block = blocks > 0 ? (count + blocks - 1) / blocks : count;
   parallel_for(blocks, [&](Index b) {
-    const Index begin = b * per_block, end = std::min(count, begin + per_block);
+    const Index begin = count * b / blocks, end = count * (b + 1) / blocks;
     for (Index i = begin; i < end; ++i) {
       const S g = a.gradient[i];
       const S m = beta1 * a.momentum[i] + g * keep1;

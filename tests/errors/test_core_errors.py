@@ -10,6 +10,7 @@ import re
 import numpy as np
 import pytest
 
+import rnngraph as rg
 from rnngraph import _native
 from toolkit import CELLS, GATES, GRADIENT_OPS, Case
 from toolkit.paths import PRODUCTS, SPLITS, TILES
@@ -169,3 +170,22 @@ def test_force_paths_validates_its_names():
     assert set(sites) == {"recurrence", "step", "gemm", "projection", "pass", "pack", "team"}
     with pytest.raises(ValueError, match="unknown site 'x'"):
         core._set_parallel_threshold("x", 1)
+
+
+def test_a_team_site_of_zero_counts_as_one(rng):
+    """The "team" site divides a step's work; set to 0 for a measurement it must not divide
+    by zero: every thread the step allows joins the team, with the same results."""
+    core = _native.core
+    g = rg.Graph()  # N = 2, H = 256: a step large enough for a team (tuning.hpp)
+    x = g.placeholder([3, 2, 16], rg.float32)
+    weights = {"recurrentWeight": (1024, 256), "inputWeight": (1024, 16)}
+    h = g.LSTM(x, **{k: g.constant(0.05 * rng.standard_normal(s, dtype=np.float32))
+                     for k, s in weights.items()})[0]
+    feed = {x: rng.standard_normal((3, 2, 16), dtype=np.float32)}
+    expected = g.run(feeds=feed, targetTensors=[h])[h]
+    core._set_parallel_threshold("team", 0)
+    try:
+        got = g.run(feeds=feed, targetTensors=[h])[h]
+    finally:
+        core._set_parallel_threshold("team", -1)
+    np.testing.assert_array_equal(got, expected)

@@ -27,7 +27,9 @@ struct HostPool {
 std::mutex adopt_mutex;
 // Every pool looked up, kept for the process's life (a job may still run on one while another
 // is adopted) and reused when the same library is adopted again: one per library and process.
-std::vector<std::unique_ptr<HostPool>> known;  // guarded by adopt_mutex
+// Never destroyed, not even at exit: `adopted` may point into it while static objects are
+// destroyed, and a job may still run on one of its pools.
+std::vector<std::unique_ptr<HostPool>>& known = *new std::vector<std::unique_ptr<HostPool>>;
 std::atomic<const HostPool*> adopted{nullptr};
 
 struct Team {
