@@ -222,7 +222,9 @@ def test_bad_arguments_name_the_function_and_the_argument():
     g, loss, x, p, feeds = lstm_classifier()
     const = g.constant(np.ones(3), name="k")
     mid = g.square(x, name="mid")
-    other = rg.Graph().placeholder((1,), rg.float64, name="elsewhere")
+    elsewhere = rg.Graph()  # kept alive: a tensor of a deleted Graph gets its own message
+    other = elsewhere.placeholder((1,), rg.float64, name="elsewhere")
+    orphan = rg.Graph().placeholder((1,), rg.float64, name="orphan")
     cases = [
         (TypeError, "graph: expected an rnngraph Graph", {"graph": object()}),
         (TypeError, "of: expected an rnngraph Tensor", {"of": np.ones(3)}),
@@ -232,6 +234,8 @@ def test_bad_arguments_name_the_function_and_the_argument():
         (ValueError, "with_: 'k' is a constant, which cannot be perturbed", {"with_": [const]}),
         (ValueError, "with_: 'mid' is computed by a square op", {"with_": [mid]}),
         (ValueError, "with_: tensor 'elsewhere' belongs to another Graph", {"with_": [other]}),
+        (ValueError, "with_: tensor 'orphan' belongs to a Graph that was deleted",
+         {"with_": [orphan]}),
         (TypeError, "feeds: expected a dict", {"feeds": [1, 2]}),
         (ValueError, "feeds: placeholder 'x' of with_ needs a feed",
          {"feeds": {k: v for k, v in feeds.items() if k is not x}}),
@@ -239,9 +243,9 @@ def test_bad_arguments_name_the_function_and_the_argument():
         (ValueError, "rtol: expected a finite number > 0", {"rtol": float("nan")}),
         (ValueError, "atol: expected a finite number >= 0", {"atol": -1.0}),
         (TypeError, "eps: expected a number, got str", {"eps": "1e-6"}),
-        (TypeError, "directions: expected an int, got float", {"directions": 1.5}),
+        (TypeError, "directions: expected an int, got 1.5", {"directions": 1.5}),
         (ValueError, "directions: expected an int >= 0", {"directions": -1}),
-        (TypeError, "per_element_limit: expected an int, got bool",
+        (TypeError, "per_element_limit: expected an int, got True",
          {"per_element_limit": True}),
         (ValueError, "directions: 0 leaves 'x' unchecked",
          {"directions": 0, "per_element_limit": 10}),

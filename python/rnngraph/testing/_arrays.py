@@ -10,13 +10,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rnngraph.graph import Graph
+from rnngraph.shapes import shape_text
 from rnngraph.tensor import Tensor
+from rnngraph.testing._common import _positive, _table
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
-
-from rnngraph.shapes import shape_text
-from rnngraph.testing._common import _own, _table
 
 # Default tolerances of assert_allclose / assert_outputs_close, by the less precise of the
 # two arrays' dtypes: (rtol, atol). Integers compare exactly.
@@ -34,20 +33,8 @@ def _tolerances(actual: NDArray[Any], desired: NDArray[Any], rtol: float | None,
                else DEFAULT_TOLERANCES["float64"] if names & {"float64", "longdouble",
                                                               "float128"}
                else (0.0, 0.0))
-    found = []
-    for label, value, fallback in (("rtol", rtol, default[0]), ("atol", atol, default[1])):
-        if value is None:
-            found.append(fallback)
-            continue
-        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer,
-                                                             np.floating)):
-            raise TypeError(f"{function}: {label}: expected a number or None, got "
-                            f"{type(value).__name__}")
-        if not float(value) >= 0 or not math.isfinite(float(value)):
-            raise ValueError(f"{function}: {label}: expected a finite number >= 0, "
-                             f"got {value!r}")
-        found.append(float(value))
-    return found[0], found[1]
+    return (_positive(function, "rtol", rtol, zero=True, none=default[0]),
+            _positive(function, "atol", atol, zero=True, none=default[1]))
 
 
 def _real(value: object, function: str, label: str) -> NDArray[Any]:
@@ -81,7 +68,7 @@ def _compare(actual: NDArray[Any], desired: NDArray[Any], rtol: float, atol: flo
              equal_nan: bool) -> _Mismatch | None:
     if actual.shape != desired.shape:
         return _Mismatch(0, 0, (), 0.0, 0.0, 0.0, math.inf,
-                         f"shape {list(actual.shape)}, desired {list(desired.shape)}")
+                         f"shape {shape_text(actual.shape)}, desired {shape_text(desired.shape)}")
     a = actual.astype(np.float64)
     d = desired.astype(np.float64)
     with np.errstate(invalid="ignore", over="ignore"):
@@ -185,7 +172,7 @@ def assert_outputs_close(graph: Graph, feeds: Mapping[Tensor, ArrayLike] | None,
             f"{expected!r:.60}")
     desired: dict[Tensor, NDArray[Any]] = {}
     for tensor, value in expected.items():
-        _own(function, "expected", graph, tensor)
+        graph._own(tensor, f"{function}: expected")
         desired[tensor] = _real(value, function, f"expected[{tensor.name!r}]")
     outputs = graph.run(feeds=dict(feeds) if feeds is not None else {},
                         targetTensors=list(desired))

@@ -1,13 +1,11 @@
-"""What the checks share: the tables of their failure messages, and a tensor's Graph."""
+"""What the checks share: the tables of their failure messages, and the checks of a tolerance
+or a step."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import math
 
-from rnngraph.tensor import Tensor
-
-if TYPE_CHECKING:
-    from rnngraph.graph import Graph
+import numpy as np
 
 
 def _table(rows: list[list[str]]) -> str:
@@ -18,20 +16,17 @@ def _table(rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def _graph_of(tensor: Tensor) -> Graph | None:
-    try:
-        return tensor.graph
-    except ReferenceError:
-        return None
-
-
-def _own(function: str, label: str, graph: Graph, tensor: object) -> Tensor:
-    """``tensor`` if it is a Tensor of ``graph``; else an error naming ``function`` and
-    ``label``."""
-    if not isinstance(tensor, Tensor):
-        raise TypeError(f"{function}: {label}: expected an rnngraph Tensor, got "
-                        f"{type(tensor).__name__}")
-    if _graph_of(tensor) is not graph:
-        raise ValueError(f"{function}: {label}: tensor {tensor.name!r} belongs to another "
-                         "Graph (or to one that was deleted)")
-    return tensor
+def _positive(function: str, label: str, value: object, zero: bool = False,
+              none: float | None = None) -> float:
+    """``value`` as a finite float, > 0 (``zero``: >= 0); else an error naming ``function``
+    and ``label``. With ``none`` given, ``None`` is accepted and stands for ``none``."""
+    if value is None and none is not None:
+        return none
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{function}: {label}: expected a number"
+                        f"{' or None' if none is not None else ''}, got {type(value).__name__}")
+    number = float(value)
+    if not math.isfinite(number) or number < 0 or (number == 0 and not zero):
+        raise ValueError(f"{function}: {label}: expected a finite number "
+                         f"{'>= 0' if zero else '> 0'}, got {value!r}")
+    return number

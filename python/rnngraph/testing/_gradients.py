@@ -12,16 +12,14 @@ import numpy as np
 
 from rnngraph.dtypes import DataType
 from rnngraph.graph import Graph, Operation
+from rnngraph.ops.arguments import integer_argument
+from rnngraph.shapes import shape_text
 from rnngraph.tensor import Tensor
+from rnngraph.testing._arguments import _FUNCTION, _check_float64, _with
+from rnngraph.testing._common import _positive, _table
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
-
-from rnngraph.shapes import shape_text
-from rnngraph.testing._arguments import _check_float64, _count, _own, _point, _positive, _with
-from rnngraph.testing._common import _table
-
-_FUNCTION = "check_gradients"
 
 
 # -- check_gradients ---------------------------------------------------------------------------
@@ -188,23 +186,27 @@ def check_gradients(graph: Graph, of: Tensor, with_: Tensor | Iterable[Tensor],
     if not isinstance(graph, Graph):
         raise TypeError(f"{_FUNCTION}: graph: expected an rnngraph Graph, got "
                         f"{type(graph).__name__}")
-    of = _own(graph, of, "of")
+    of = graph._own(of, f"{_FUNCTION}: of")
     wanted = _with(graph, with_)
     if not isinstance(feeds, Mapping):
         raise TypeError(f"{_FUNCTION}: feeds: expected a dict {{placeholder Tensor: array}}, "
                         f"got {type(feeds).__name__}")
     for tensor in feeds:
-        _own(graph, tensor, "feeds")
-    eps = _positive(eps, "eps")
-    rtol = _positive(rtol, "rtol")
-    atol = _positive(atol, "atol", zero=True)
-    directions = _count(directions, "directions")
-    per_element_limit = _count(per_element_limit, "per_element_limit")
-    seed = _count(seed, "seed")
+        graph._own(tensor, f"{_FUNCTION}: feeds")
+    eps = _positive(_FUNCTION, "eps", eps)
+    rtol = _positive(_FUNCTION, "rtol", rtol)
+    atol = _positive(_FUNCTION, "atol", atol, zero=True)
+    directions = integer_argument(_FUNCTION, "directions", directions, minimum=0)
+    per_element_limit = integer_argument(_FUNCTION, "per_element_limit", per_element_limit,
+                                         minimum=0)
+    seed = integer_argument(_FUNCTION, "seed", seed, minimum=0)
     _check_float64(of, wanted)
 
-    base_feeds: dict[Tensor, Any] = dict(feeds)
-    variables: dict[Tensor, NDArray[np.float64]] = {}
+    # the point of the check: a float64 copy of each tensor of with_ (its feed, or the
+    # variable's value, all variables read in one run)
+    variables = [t for t in wanted if t.op.kind == "variable"]
+    values = graph.run(targetTensors=variables) if variables else {}
+    points: dict[Tensor, NDArray[np.float64]] = {}
     for tensor in wanted:
         kind = tensor.op.kind
         if kind == "placeholder":
@@ -212,10 +214,9 @@ def check_gradients(graph: Graph, of: Tensor, with_: Tensor | Iterable[Tensor],
                 raise ValueError(f"{_FUNCTION}: feeds: placeholder {tensor.name!r} of with_ "
                                  "needs a feed (its value is the point the gradient is "
                                  "checked at)")
-            base_feeds[tensor] = np.array(feeds[tensor], dtype=np.float64, copy=True)
+            points[tensor] = np.array(feeds[tensor], dtype=np.float64, copy=True)
         elif kind == "variable":
-            value = graph.run(targetTensors=[tensor])[tensor]
-            variables[tensor] = np.array(value, dtype=np.float64, copy=True)
+            points[tensor] = np.array(values[tensor], dtype=np.float64, copy=True)
         elif kind == "constant":
             raise ValueError(f"{_FUNCTION}: with_: {tensor.name!r} is a constant, which cannot "
                              "be perturbed: make it a placeholder (and feed it) or a variable "
@@ -224,32 +225,34 @@ def check_gradients(graph: Graph, of: Tensor, with_: Tensor | Iterable[Tensor],
             raise ValueError(f"{_FUNCTION}: with_: {tensor.name!r} is computed by a "
                              f"{kind} op; only placeholders and variables can be perturbed "
                              "(check the gradients of the inputs it is computed from)")
-        size = _point(tensor, base_feeds, variables).size
+        size = points[tensor].size
         if directions == 0 and size > per_element_limit:
             raise ValueError(f"{_FUNCTION}: directions: 0 leaves {tensor.name!r} unchecked "
                              f"({size} elements, more than per_element_limit="
                              f"{per_element_limit})")
+    base_values = {t: points[t] for t in variables}  # the variables' values to restore
+    base_feeds: dict[Tensor, Any] = {**feeds, **{t: point for t, point in points.items()
+                                                 if t not in base_values}}
 
     gradient_tensors = _analytic_tensors(graph, of, wanted, analytic)
     computed = graph.run(feeds=base_feeds, targetTensors=list(gradient_tensors.values()))
     gradients: dict[Tensor, NDArray[np.float64]] = {}
     for tensor, gradient_tensor in gradient_tensors.items():
-        point = _point(tensor, base_feeds, variables)
         gradient = np.asarray(computed[gradient_tensor], dtype=np.float64)
-        if gradient.shape != point.shape:
+        if gradient.shape != points[tensor].shape:
             raise ValueError(f"{_FUNCTION}: analytic: the gradient of {tensor.name!r} "
-                             f"({gradient_tensor.name!r}) has shape {list(gradient.shape)}, "
-                             f"the tensor {list(point.shape)}")
+                             f"({gradient_tensor.name!r}) has shape "
+                             f"{shape_text(gradient.shape)}, the tensor "
+                             f"{shape_text(points[tensor].shape)}")
         gradients[tensor] = gradient
 
     rng = np.random.default_rng(seed)
-    evaluator = _Evaluator(graph, of, base_feeds, variables)
+    evaluator = _Evaluator(graph, of, base_feeds, base_values)
     results: list[_Result] = []
     try:
         for tensor in wanted:
-            point = _point(tensor, base_feeds, variables)
-            results += _check_tensor(evaluator, tensor, point, gradients[tensor], rng, eps,
-                                     rtol, atol, directions, per_element_limit)
+            results += _check_tensor(evaluator, tensor, points[tensor], gradients[tensor], rng,
+                                     eps, rtol, atol, directions, per_element_limit)
     finally:
         evaluator.close()
 
@@ -351,7 +354,7 @@ def _analytic_tensors(graph: Graph, of: Tensor, wanted: list[Tensor],
     if missing:
         raise ValueError(f"{_FUNCTION}: analytic: no gradient for {', '.join(map(repr, missing))}"
                          " (give one for every tensor of with_)")
-    chosen = {t: _own(graph, analytic[t], "analytic") for t in wanted}
+    chosen = {t: graph._own(analytic[t], f"{_FUNCTION}: analytic") for t in wanted}
     for tensor, gradient in chosen.items():
         if not gradient.dataType.is_float:
             raise TypeError(f"{_FUNCTION}: analytic: the gradient of {tensor.name!r} "
