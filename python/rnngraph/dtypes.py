@@ -43,29 +43,44 @@ float32 = DataType.float32
 float64 = DataType.float64
 int32 = DataType.int32
 int64 = DataType.int64
-FLOAT_TYPES = "rnngraph.float32 or rnngraph.float64"
-ANY_TYPE = "rnngraph.float32, float64, int32 or int64"
+_ANY_TYPE = "rnngraph.float32, float64, int32 or int64"
 
 
-def as_data_type(value: DataType | DTypeLike, where: str, floats_only: bool = False) -> DataType:
-    """Accept a DataType, a NumPy dtype or type, or its name. ``floats_only``: float32 and
-    float64 only (what a recurrent op or a differentiable value needs)."""
-    wanted = FLOAT_TYPES if floats_only else ANY_TYPE
+def as_data_type(value: DataType | DTypeLike, where: str) -> DataType:
+    """Accept a DataType, a NumPy dtype or type, or its name."""
     if value is None:  # NumPy would read None as float64
-        raise TypeError(f"{where}: expected {wanted}, got None")
+        raise TypeError(f"{where}: expected {_ANY_TYPE}, got None")
     if isinstance(value, DataType):
-        found = value
-    else:
-        try:
-            dtype = np.dtype(value)
-        except TypeError:
-            raise TypeError(f"{where}: expected {wanted}, got {value!r}") from None
-        if dtype.name not in DataType.__members__:
-            raise TypeError(f"{where}: expected {wanted}, got {dtype}")
-        found = DataType[dtype.name]
-    if floats_only and not found.is_float:
-        raise TypeError(f"{where}: expected {wanted}, got {found.value}")
-    return found
+        return value
+    try:
+        dtype = np.dtype(value)
+    except TypeError:
+        raise TypeError(f"{where}: expected {_ANY_TYPE}, got {value!r}") from None
+    if dtype.name not in DataType.__members__:
+        raise TypeError(f"{where}: expected {_ANY_TYPE}, got {dtype}")
+    return DataType[dtype.name]
+
+
+def check_integers(array: NDArray[Any], dtype: DataType, where: str, kind: str) -> None:
+    """For an integer ``dtype`` (a ``kind`` such as placeholder or constant): ``array`` must
+    hold integers, all in the type's range. NumPy's conversion would truncate floats and
+    wrap integers around instead (2**40 as int32 is 0)."""
+    if dtype.is_float:
+        return
+    if array.dtype.kind == "f":
+        raise TypeError(f"{where}: expected integers for a {dtype.value} {kind}, got {array.dtype}")
+    if array.size and not np.can_cast(array.dtype, dtype.numpy):
+        limits = np.iinfo(dtype.numpy)
+        if array.min() < limits.min or array.max() > limits.max:
+            raise ValueError(f"{where}: values outside the range of {dtype.value}")
+
+
+def frozen_copy(array: ArrayLike, dtype: np.dtype[Any], where: str) -> NDArray[Any]:
+    """One dense, read-only copy of ``array`` as ``dtype``; a memory error names ``where``."""
+    with naming_memory_errors(where):
+        copy = np.array(array, dtype=dtype, order="C")
+    copy.setflags(write=False)
+    return copy
 
 
 def dense(array: ArrayLike, dtype: DTypeLike | None = None) -> NDArray[Any]:

@@ -13,7 +13,15 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 
 import numpy as np
 
-from rnngraph.dtypes import DataType, as_data_type, broadcast_view, dense, naming_memory_errors
+from rnngraph.dtypes import (
+    DataType,
+    as_data_type,
+    broadcast_view,
+    check_integers,
+    dense,
+    frozen_copy,
+    naming_memory_errors,
+)
 from rnngraph.ops.activations import ActivationOps
 from rnngraph.ops.arithmetic import ArithmeticOps
 from rnngraph.ops.gru import GRUOps
@@ -78,14 +86,7 @@ def _feed_array(tensor: Tensor, value: ArrayLike) -> NDArray[Any]:
         return value  # the common case: already what the op needs
     where = f"run: feed for {tensor.name!r}"
     array = _real_array(value, where)
-    if not tensor.dataType.is_float and array.dtype.kind == "f":
-        raise TypeError(f"{where}: expected integers for a {tensor.dataType.value} placeholder, "
-                        f"got {array.dtype}")
-    if array.dtype.kind in "iu" and not tensor.dataType.is_float and array.size and not np.can_cast(
-            array.dtype, tensor.dataType.numpy):
-        limits = np.iinfo(tensor.dataType.numpy)
-        if array.min() < limits.min or array.max() > limits.max:
-            raise ValueError(f"{where}: values outside the range of {tensor.dataType.value}")
+    check_integers(array, tensor.dataType, where, "placeholder")
     if array.ndim != len(tensor.shape) or any(
         d is not None and d != a for d, a in zip(tensor.shape, array.shape)
     ):
@@ -266,9 +267,7 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps, StateOps, ArithmeticOps, Activati
         if dataType is None:
             dataType = DataType.float64 if array.dtype == np.float64 else DataType.float32
         dtype = as_data_type(dataType, f"{where}: dataType")
-        if not dtype.is_float and array.dtype.kind == "f":
-            raise TypeError(f"{where}: {label}: expected integers for a {dtype.value} constant, "
-                            f"got {array.dtype}")
+        check_integers(array, dtype, f"{where}: {label}", "constant")
         if shape is not None:
             dims = _constant_shape(shape, where)
             if math.prod(dims) * dtype.numpy.itemsize > sys.maxsize:
@@ -281,10 +280,7 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps, StateOps, ArithmeticOps, Activati
                                  f"elements, {label} {list(array.shape)} has {array.size}")
             else:
                 array = array.reshape(dims)
-        with naming_memory_errors(where):
-            array = np.array(array, dtype=dtype.numpy, order="C")  # one dense copy
-        array.setflags(write=False)
-        return array
+        return frozen_copy(array, dtype.numpy, where)  # one dense copy
 
     # -- running ------------------------------------------------------------------------
     def run(self, feeds: Mapping[Tensor, ArrayLike] | None = None,

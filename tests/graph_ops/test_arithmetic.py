@@ -296,6 +296,7 @@ def test_binary_errors(op):
     cases = [(("x", f32), TypeError, "primaryTensor: "), ((f32, None), TypeError, "secondaryTensor: "),
              ((f32, f64), TypeError, "secondaryTensor: expected dataType float32"),
              ((i32, 2.5), TypeError, "secondaryTensor: value: expected integers"),
+             ((i32, 2**40), ValueError, "secondaryTensor: value: values outside the range of int32"),
              ((f32, g.placeholder([4], rg.float32)), ValueError, "shapes do not broadcast: "),
              ((other.placeholder([2, 3], rg.float32), f32), ValueError, "primaryTensor: .*another")]
     for args, error, message in cases:
@@ -303,6 +304,22 @@ def test_binary_errors(op):
             getattr(g, op)(*args)
     with pytest.raises(TypeError, match=f"^{op}: name: "):
         getattr(g, op)(f32, f32, name=3)
+
+
+def test_integer_constants_and_variables_never_wrap_around():
+    """An integer value outside the type's range is refused wherever an array enters the
+    graph (a feed, a constant, a variable's initial value), never wrapped (2**40 as int32 is 0)."""
+    g = rg.Graph()
+    big = np.array([1, 2**40])
+    with pytest.raises(ValueError, match="^constant: value: values outside the range of int32"):
+        g.constant(big, dataType=rg.int32)
+    with pytest.raises(ValueError, match="^variable: with_: values outside the range of int32"):
+        g.variable(big, shape=(2,), dataType=rg.int32)
+    x = g.placeholder([2], rg.int32)
+    with pytest.raises(ValueError, match="feed for .*values outside the range of int32"):
+        g.run(feeds={x: big}, targetTensors=[x])
+    in_range = g.run(feeds={x: np.array([-(2**31), 2**31 - 1])}, targetTensors=[x])[x]
+    np.testing.assert_array_equal(in_range, [-(2**31), 2**31 - 1])
 
 
 def test_run_time_errors():

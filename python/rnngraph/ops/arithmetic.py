@@ -20,7 +20,6 @@ import numpy as np
 
 from rnngraph._native import core as _core
 from rnngraph.ops.operands import (
-    VIEW,
     broadcast_shapes,
     operand,
     operands,
@@ -28,6 +27,7 @@ from rnngraph.ops.operands import (
     same_type,
     unbroadcast,
 )
+from rnngraph.ops.reshaping import ReshapingOps
 from rnngraph.shapes import shape_text
 
 if TYPE_CHECKING:
@@ -125,15 +125,9 @@ def _clamp_mask(label: str, arrays: RunArrays) -> Any:
     return ((t >= lo) if label == "tensor" else (t < lo)) & kept
 
 
-def _matrix_transpose(graph: GraphBuilder, tensor: Tensor) -> Tensor:
-    """Internal: the last two axes swapped (matrixMultiplication's gradient). A view, not a
-    copy: no op writes into its inputs, and matmul reads a transposed view through BLAS as
-    it is (a copy of the [T·N, H] operand cost 2 ms of a 55 ms training step at row-7 size:
-    benchmarks/bench_training_step.py)."""
-    shape = tensor.shape[:-2] + (tensor.shape[-1], tensor.shape[-2])
-    return record(graph, "matrixTranspose", None, {"x": tensor},
-                  lambda a: [np.swapaxes(a["x"], -1, -2)],
-                  [(shape, tensor.dataType)], VIEW)[0]
+def _swap_last(graph: GraphBuilder, tensor: Tensor) -> Tensor:
+    """``tensor``'s matrices transposed (its last two axes swapped): a view."""
+    return ReshapingOps.transposeTensor(graph, tensor, dimension=-2, withDimension=-1)
 
 
 def _matrix(x: NDArray[Any], other: NDArray[Any]) -> NDArray[Any]:
@@ -300,8 +294,6 @@ def _clamp_part(label: str) -> Part:
 
 GRADIENT_RULES: dict[str, Rule] = {
     "locallyConstant": lambda graph, op, grads, wanted: {},
-    "matrixTranspose": lambda graph, op, grads, wanted: {
-        "x": _matrix_transpose(graph, cast("Tensor", grads[0]))},
     "addition": elementwise_rule(primaryTensor=lambda g, d, x, y: d,
                                  secondaryTensor=lambda g, d, x, y: d),
     "subtraction": elementwise_rule(primaryTensor=lambda g, d, x, y: d,
@@ -314,12 +306,13 @@ GRADIENT_RULES: dict[str, Rule] = {
         primaryTensor=lambda g, d, x, y: g.division(d, x["secondaryTensor"]),
         secondaryTensor=lambda g, d, x, y: g.negative(
             g.division(g.multiplication(d, y), x["secondaryTensor"]))),
-    # d(A·B) = d·Bᵀ, Aᵀ·d, summed over the batch dims that broadcasting stretched
+    # d(A·B) = d·Bᵀ, Aᵀ·d, summed over the batch dims that broadcasting stretched. The
+    # transposes are views, which matmul reads through the BLAS as they are (a copy of the
+    # [T·N, H] operand cost 2 ms of a 55 ms training step at row-7 size:
+    # benchmarks/bench_training_step.py).
     "matrixMultiplication": elementwise_rule(
-        primary=lambda g, d, x, y: g.matrixMultiplication(
-            d, _matrix_transpose(g, x["secondary"])),
-        secondary=lambda g, d, x, y: g.matrixMultiplication(
-            _matrix_transpose(g, x["primary"]), d)),
+        primary=lambda g, d, x, y: g.matrixMultiplication(d, _swap_last(g, x["secondary"])),
+        secondary=lambda g, d, x, y: g.matrixMultiplication(_swap_last(g, x["primary"]), d)),
     "square": elementwise_rule(
         with_=lambda g, d, x, y: g.multiplication(d, g.multiplication(x["with_"], 2.0))),
     # d√x = d / (2√x)

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from rnngraph.dtypes import as_data_type, naming_memory_errors
+from rnngraph.dtypes import as_data_type, frozen_copy
 from rnngraph.ops.operands import operand, record
 from rnngraph.shapes import shape_text
 from rnngraph.tensor import Tensor
@@ -49,13 +47,6 @@ class ReadValue:
 
     def __call__(self, arrays: dict[str, Any]) -> list[NDArray[Any]]:
         return [self.holder.array]
-
-
-def frozen_copy(array: ArrayLike, dtype: np.dtype[Any], where: str) -> NDArray[Any]:
-    with naming_memory_errors(where):
-        copy = np.array(array, dtype=dtype, order="C")
-    copy.setflags(write=False)
-    return copy
 
 
 class StateOps:
