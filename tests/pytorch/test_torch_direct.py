@@ -61,6 +61,53 @@ def test_the_eager_path_equals_the_ops_bit_for_bit(cell, bidirectional):
         assert torch.equal(ours, theirs)
 
 
+@pytest.mark.parametrize("bidirectional", [False, True], ids=["uni", "bi"])
+@pytest.mark.parametrize("cell", CELLS)
+def test_gradients_of_the_final_states_alone_equal_the_ops(cell, bidirectional):
+    # The output unused: h's incoming gradient is None, and both paths give the kernel zeros.
+    module = build(cell, bidirectional=bidirectional)
+    x, hx = sample(module)
+    x.requires_grad_(True)
+
+    def gradients():
+        x.grad = None
+        for parameter in module.parameters():
+            parameter.grad = None
+        _, state = module(x, hx)
+        sum(t.sum() for t in (state if isinstance(state, tuple) else (state,))).backward()
+        return [x.grad.clone(), *(p.grad.clone() for p in module.parameters())]
+
+    direct = gradients()
+    with Recording() as recording:
+        through_ops = gradients()
+    assert any("_gradients" in name for name in recording.ops), recording.ops
+    assert any(g.abs().sum() > 0 for g in direct)
+    for ours, theirs in zip(direct, through_ops, strict=True):
+        assert torch.equal(ours, theirs)
+
+
+@pytest.mark.parametrize("cell", CELLS)
+def test_an_inference_call_takes_a_mask_that_requires_grad_as_the_ops_do(cell):
+    # Under no_grad nothing is recorded, so a mask that requires grad is no contradiction:
+    # the eager path (no autograd) and the ops agree, in outputs too.
+    module = build(cell)
+    x, hx = sample(module)
+    mask = (torch.rand(5, 3, 1, generator=torch.Generator().manual_seed(3)) > 0.3).double()
+    mask.requires_grad_(True)
+    with torch.no_grad():
+        assert _direct.eager([x, mask, *module.parameters()])
+        direct = module(x, hx, mask)
+        with Recording() as recording:
+            through_ops = module(x, hx, mask)
+    assert f"rnngraph.{module._cell.op}.default" in recording.ops
+    flat = [direct[0], *(direct[1] if isinstance(direct[1], tuple) else (direct[1],))]
+    theirs = [through_ops[0],
+              *(through_ops[1] if isinstance(through_ops[1], tuple) else (through_ops[1],))]
+    for ours, want in zip(flat, theirs, strict=True):
+        assert not ours.requires_grad and ours.grad_fn is None
+        assert torch.equal(ours, want)
+
+
 def test_the_eager_path_is_taken_for_plain_tensors_and_parameters():
     module = build("lstm")
     x, _ = sample(module)

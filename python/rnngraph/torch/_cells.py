@@ -5,7 +5,7 @@ descriptor options that change the math, and the op's outputs."""
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rnngraph.graph import Graph
@@ -40,42 +40,41 @@ class TorchCell:
     # ``(name, default)`` of the descriptor properties that change the math: flags (bool) and
     # activations (RNNActivation's raw value), in the descriptor's order.
     options: tuple[tuple[str, bool | int], ...] = ()
+    has_cell: bool = False  # the LSTM: a cell state beside h
+    # Inputs every call gives (the others are optional, None when absent).
+    required: tuple[str, ...] = ()
+    # The forward op's final-state outputs: ``state`` (h at each direction's last processed
+    # step), and ``cell`` for the LSTM.
+    final_states: tuple[str, ...] = ()
+    # The forward op's outputs: h, the final states, then what the gradient op reads (the
+    # LSTM's cell sequence, zState).
+    outputs: tuple[str, ...] = ()
+    # {gradient op input: forward op output} for the saved tensors it reads (shared: not to
+    # be changed).
+    saved_outputs: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         descriptor: _Descriptor = self.spec.descriptor_type()
         options = tuple((name, value) for name, value in descriptor.as_dict().items()
                         if name not in self.spec.forward_only_flags)
-        object.__setattr__(self, "forward_inputs", _labels(self.spec.name))
-        object.__setattr__(self, "gradient_inputs", _labels(self.spec.gradient_name))
-        object.__setattr__(self, "options", options)
-
-    @property
-    def required(self) -> tuple[str, ...]:
-        """Inputs every call gives (the others are optional, None when absent)."""
-        return ("source", "recurrentWeight", "sourceGradient", "zState",
-                *self.spec.gradient_required)
-
-    @property
-    def final_states(self) -> tuple[str, ...]:
-        """The forward op's final-state outputs: ``state`` (h at each direction's last
-        processed step), and ``cell`` for the LSTM."""
-        return ("state", "cell") if self.has_cell else ("state",)
-
-    @property
-    def has_cell(self) -> bool:
-        return self.spec is LSTM_CELL
-
-    @property
-    def outputs(self) -> tuple[str, ...]:
-        """The forward op's outputs: h, the final states, then what the gradient op reads
-        (the LSTM's cell sequence, zState)."""
-        saved = ("cellSequence", "zState") if self.has_cell else ("zState",)
-        return ("h", *self.final_states, *saved)
-
-    @property
-    def saved_outputs(self) -> dict[str, str]:
-        """{gradient op input: forward op output} for the saved tensors it reads."""
-        return {label: _SAVED[label] for label in self.gradient_inputs if label in _SAVED}
+        has_cell = self.spec is LSTM_CELL
+        final_states = ("state", "cell") if has_cell else ("state",)
+        saved = ("cellSequence", "zState") if has_cell else ("zState",)
+        gradient_inputs = _labels(self.spec.gradient_name)
+        computed = {
+            "forward_inputs": _labels(self.spec.name),
+            "gradient_inputs": gradient_inputs,
+            "options": options,
+            "has_cell": has_cell,
+            "required": ("source", "recurrentWeight", "sourceGradient", "zState",
+                         *self.spec.gradient_required),
+            "final_states": final_states,
+            "outputs": ("h", *final_states, *saved),
+            "saved_outputs": {label: _SAVED[label] for label in gradient_inputs
+                              if label in _SAVED},
+        }
+        for name, value in computed.items():
+            object.__setattr__(self, name, value)
 
     def descriptor_options(self, descriptor: Any) -> dict[str, bool | int]:
         """The options of an rnngraph descriptor of this cell, as the op's arguments."""

@@ -1,6 +1,6 @@
 """The modules' eager path: the same kernels and autograd formula as the registered ops
 (rnngraph.torch._ops), called through one ``torch.autograd.Function`` instead of the
-dispatcher.
+dispatcher (an inference call, which autograd does not record, calls the kernel alone).
 
 A custom op's call crosses several Python layers (argument defaults, the autograd wrapper,
 redispatch, the output alias check) on the way in and again for its gradient op. Right after
@@ -46,53 +46,67 @@ def _array(where: str, value: Any, dtype: torch.dtype) -> Any:
 
 
 class _Recurrent(torch.autograd.Function):
-    """apply(cell, *arguments in the op's order) -> h and the final states.
+    """apply(cell, options, *the forward op's tensors in ``cell.forward_inputs`` order) -> h
+    and the final states, recorded for autograd (a training forward: zState is saved).
 
     What only the backward reads (zState, the LSTM's cell sequence) stays a NumPy array kept
     on ``ctx`` rather than becoming an output: the gradient kernel reads it as it was written."""
 
     @staticmethod
-    def forward(ctx: Any, cell: TorchCell, *arguments: Any) -> tuple[torch.Tensor, ...]:
-        names, defaults = _ops.names_and_defaults(cell, cell.forward_inputs, training=True)
-        bound = _ops._bind(names, defaults, arguments, {})
-        _ops.check_mask(cell, bound["mask"])
-        produced = _ops.forward_arrays(cell, bound)
+    def forward(ctx: Any, cell: TorchCell, options: dict[str, Any],
+                *tensors: torch.Tensor | None) -> tuple[torch.Tensor, ...]:
+        inputs = dict(zip(cell.forward_inputs, tensors))
+        produced = _ops.forward_arrays(cell, {**inputs, **options, _ops.TRAINING[0]: True})
         outputs = tuple(as_tensor(produced[name]) for name in ("h", *cell.final_states))
         ctx.set_materialize_grads(False)  # an unused output's gradient stays None, not zeros
-        ctx.cell, ctx.produced, ctx.training = cell, produced, bound[_ops.TRAINING[0]]
-        ctx.options = {name: bound[name] for name, _ in cell.options}  # (no tensors on ctx)
-        ctx.save_for_backward(*(bound[label] for label in cell.forward_inputs), outputs[0])
+        ctx.cell, ctx.options, ctx.produced = cell, options, produced  # (no tensors on ctx)
+        ctx.save_for_backward(*tensors, outputs[0])
         return outputs
 
     @staticmethod
     def backward(ctx: Any, *grads: torch.Tensor | None) -> tuple[Any, ...]:
-        cell, options = ctx.cell, ctx.options
-        _ops.check_training(cell, ctx.training)
+        cell, options, produced = ctx.cell, ctx.options, ctx.produced
         *saved, h = ctx.saved_tensors
+        grad = dict(zip(("h", *cell.final_states), grads))
+        if grad["h"] is None:  # the sequence unused (only the final states): dL/dh = 0
+            grad["h"] = np.zeros(h.shape, produced["h"].dtype)  # (an array: the kernel's)
         inputs = dict(zip(cell.forward_inputs, saved))
-        outputs = {**ctx.produced, "h": h}
-        arguments = _ops.gradient_arguments(cell, inputs, outputs,
-                                            dict(zip(("h", *cell.final_states), grads)),
+        arguments = _ops.gradient_arguments(cell, inputs, {**produced, "h": h}, grad,
                                             options["bidirectional"])
         op, dtype = cell.spec.gradient_name, h.dtype
         arrays = {label: _array(f"{op}: {label}", value, dtype)
                   for label, value in arguments.items()}
         gradients = _ops.gradient_arrays(cell, arrays, options)
-        return (None, *(None if label not in gradients else as_tensor(gradients[label])
-                        for label in cell.forward_inputs),
-                *(None for _ in range(len(cell.options) + 1)))
+        return (None, None, *(None if label not in gradients else as_tensor(gradients[label])
+                              for label in cell.forward_inputs))
+
+
+def _records(tensors: Sequence[torch.Tensor | None]) -> bool:
+    """Whether autograd records a call on ``tensors``: grad mode on and one requires grad."""
+    return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
 
 
 def call(cell: TorchCell, inputs: dict[str, torch.Tensor | None], options: dict[str, Any],
          training: bool) -> tuple[torch.Tensor, ...]:
     """The forward op on ``inputs`` (by label) and ``options``: h and the final states (the
-    op's outputs up to its saved ones), through the direct path when ``eager`` allows it,
-    else through ``torch.ops.rnngraph.<op>``."""
-    if eager(list(inputs.values())):
-        arguments = {**inputs, **options, _ops.TRAINING[0]: training}
-        names, defaults = _ops.names_and_defaults(cell, cell.forward_inputs, training=True)
-        outputs: tuple[torch.Tensor, ...] = _Recurrent.apply(  # type: ignore[no-untyped-call]
-            cell, *(arguments.get(name, defaults[name]) for name in names))
-        return outputs
+    op's outputs up to its saved ones).
+
+    When ``eager`` allows it, a training call goes through ``_Recurrent`` (recorded for
+    autograd) and an inference call runs the kernel directly, outside autograd. Anything else
+    goes through ``torch.ops.rnngraph.<op>``, and so does an inference call that autograd
+    would record (``training=False`` with inputs that require grad): its backward refuses,
+    as the op's does."""
+    tensors = [inputs.get(label) for label in cell.forward_inputs]  # (None where absent)
+    if eager(tensors):
+        every = {name: options.get(name, default) for name, default in cell.options}
+        if training:
+            outputs: tuple[torch.Tensor, ...]
+            outputs = _Recurrent.apply(cell, every, *tensors)  # type: ignore[no-untyped-call]
+            return outputs
+        if not _records(tensors):
+            bound = {**dict(zip(cell.forward_inputs, tensors)), **every,
+                     _ops.TRAINING[0]: False}
+            produced = _ops.forward_arrays(cell, bound)
+            return tuple(as_tensor(produced[name]) for name in ("h", *cell.final_states))
     op = getattr(getattr(torch.ops, _ops.NAMESPACE), cell.op)
     return op(**inputs, **options, training=training)  # type: ignore[no-any-return]

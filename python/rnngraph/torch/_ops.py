@@ -67,10 +67,10 @@ def _bind(names: Sequence[str], defaults: dict[str, Any], args: Sequence[Any],
     return bound
 
 
-@functools.lru_cache(maxsize=32)
 def names_and_defaults(cell: TorchCell, tensors: tuple[str, ...],
                        training: bool) -> tuple[list[str], dict[str, Any]]:
-    """An op's argument names in schema order and their defaults (shared: not to be changed)."""
+    """An op's argument names in schema order and their defaults (made once per op when it is
+    registered, then shared by its calls: not to be changed)."""
     defaults: dict[str, Any] = {label: None for label in tensors}
     defaults.update(cell.options)
     if training:
@@ -233,12 +233,12 @@ def _setup_context(cell: TorchCell, names: list[str], defaults: dict[str, Any], 
     check_mask(cell, bound["mask"])
     outputs = dict(zip(cell.outputs, output))
     ctx.set_materialize_grads(False)  # an unused output's gradient stays None, not zeros
-    ctx.mark_non_differentiable(*(outputs[name] for name in cell.saved_outputs.values()
-                                  if name != "h"))
+    saved = cell.saved_outputs.values()
+    ctx.mark_non_differentiable(*(outputs[name] for name in saved if name != "h"))
     ctx.bound_options = {name: bound[name] for name, _ in cell.options}
     ctx.training = bound[TRAINING[0]]
     ctx.save_for_backward(*(bound[label] for label in cell.forward_inputs),
-                          *(outputs[name] for name in cell.saved_outputs.values()))
+                          *(outputs[name] for name in saved))
 
 
 def check_training(cell: TorchCell, training: bool) -> None:
@@ -248,11 +248,10 @@ def check_training(cell: TorchCell, training: bool) -> None:
 
 
 def gradient_arguments(cell: TorchCell, inputs: dict[str, Any], outputs: dict[str, Any],
-                       grad: dict[str, torch.Tensor | None],
-                       bidirectional: bool) -> dict[str, Any]:
+                       grad: dict[str, Any], bidirectional: bool) -> dict[str, Any]:
     """The gradient op's arguments by label: the forward op's ``inputs``, its saved
-    ``outputs`` (by output name) and the gradients ``grad`` of its outputs (by name; None
-    where unused)."""
+    ``outputs`` (by output name) and the gradients ``grad`` of its outputs (by name: tensors,
+    or NumPy arrays on the direct path; None where unused, and an unused h gets zeros)."""
     sequence_gradient = grad["h"]
     if sequence_gradient is None:  # the sequence unused (only the final states): dL/dh = 0
         source, weight = inputs["source"], inputs["recurrentWeight"]
@@ -261,8 +260,9 @@ def gradient_arguments(cell: TorchCell, inputs: dict[str, Any], outputs: dict[st
                                               D * weight.shape[-1]))
     from_output = {"sourceGradient": sequence_gradient, "stateGradient": grad.get("state"),
                    "cellGradient": grad.get("cell")}
+    saved = cell.saved_outputs
     return {label: from_output[label] if label in from_output
-            else outputs[cell.saved_outputs[label]] if label in cell.saved_outputs
+            else outputs[saved[label]] if label in saved
             else inputs[label]
             for label in cell.gradient_inputs}
 
