@@ -38,6 +38,11 @@ def shape_text(values: Dims) -> str:
     return "[" + ", ".join("?" if v is None else str(v) for v in values) + "]"
 
 
+def compatible(a: Dims, b: Dims) -> bool:
+    """Whether ``a`` and ``b`` can be the same shape: one rank, equal where both are known."""
+    return len(a) == len(b) and all(x is None or y is None or x == y for x, y in zip(a, b))
+
+
 def layout_text(layout: Layout, sizes: Sizes) -> str:
     """``[4H, H] = [512, 128]`` (or just the symbols while sizes are unknown)."""
     symbolic = "[" + ", ".join(_dim_text(d) for d in layout) + "]"

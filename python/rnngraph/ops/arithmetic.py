@@ -58,7 +58,7 @@ def elementwise(graph: GraphBuilder, op: str, name: str | None, tensors: dict[st
     """Record ``function(*arrays)`` of ``tensors`` (by label, in argument order) as op kind
     ``op``: its shape is their NumPy broadcast. Unknown dims are checked again at run time."""
     labels = tuple(tensors)
-    shape = broadcast_shapes(op, tensors)
+    shape = broadcast_shapes(op, {label: t.shape for label, t in tensors.items()})
     numpy_dtype = dtype.numpy
     dynamic = len(labels) > 1 and any(None in t.shape for t in tensors.values())
 
@@ -167,18 +167,9 @@ def _matmul_shape(a: Tensor, b: Tensor) -> Shape:
     if k is not None and k2 is not None and k != k2:
         raise ValueError(f"matrixMultiplication: secondary: expected [..., {k}, N] to match "
                          f"primary {shape_text(a.shape)}, got {shape_text(b.shape)}")
-    # broadcast_shapes reads only .shape: the batch dims stand in for the tensors
-    batch = broadcast_shapes("matrixMultiplication", {
-        "primary batch": cast("Tensor", _Dims(a.shape[:-2])),
-        "secondary batch": cast("Tensor", _Dims(b.shape[:-2]))})
+    batch = broadcast_shapes("matrixMultiplication", {"primary batch": a.shape[:-2],
+                                                      "secondary batch": b.shape[:-2]})
     return batch + (a.shape[-2], b.shape[-1])
-
-
-class _Dims:
-    __slots__ = ("shape",)
-
-    def __init__(self, shape: Shape) -> None:
-        self.shape = shape
 
 
 class ArithmeticOps:

@@ -22,7 +22,7 @@ from rnngraph.ops.activations import log_soft_max, log_softmax
 from rnngraph.ops.arithmetic import fresh
 from rnngraph.ops.operands import axis_index, operands, record, same_type
 from rnngraph.ops.reductions import inverse_count, kept_shape
-from rnngraph.shapes import shape_text
+from rnngraph.shapes import compatible, shape_text
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -64,9 +64,7 @@ def _reduction(reuctionType: object, reductionType: object) -> LossReductionType
 
 def _same_shape(source: Tensor, labels: Tensor) -> Shape:
     """Equal shapes where known; the shape with what either knows."""
-    if len(source.shape) != len(labels.shape) or any(
-            a is not None and b is not None and a != b
-            for a, b in zip(source.shape, labels.shape)):
+    if not compatible(source.shape, labels.shape):
         raise ValueError(f"{OP}: labels: expected source's shape {shape_text(source.shape)}, "
                          f"got {shape_text(labels.shape)}")
     return tuple(a if a is not None else b for a, b in zip(source.shape, labels.shape))

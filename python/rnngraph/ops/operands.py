@@ -74,26 +74,26 @@ def same_type(op: str, tensors: Mapping[str, Tensor], floats_only: bool = False)
     return first
 
 
-def broadcast_shapes(op: str, tensors: Mapping[str, Tensor]) -> Shape:
-    """NumPy's broadcast of the tensors' shapes; a dimension unknown (None) in one and 1 or
+def broadcast_shapes(op: str, shapes: Mapping[str, Shape]) -> Shape:
+    """NumPy's broadcast of ``shapes`` (by label); a dimension unknown (None) in one and 1 or
     unknown in the others stays unknown. A mismatch is a ValueError at build time."""
-    rank = max(len(t.shape) for t in tensors.values())
+    rank = max(len(shape) for shape in shapes.values())
     result: list[int | None] = []
     for axis in range(rank):
         known: set[int] = set()
         unknown = False
-        for t in tensors.values():
-            offset = axis - (rank - len(t.shape))
+        for shape in shapes.values():
+            offset = axis - (rank - len(shape))
             if offset < 0:
                 continue
-            d = t.shape[offset]
+            d = shape[offset]
             if d is None:
                 unknown = True
             elif d != 1:
                 known.add(d)
         if len(known) > 1:
-            shapes = ", ".join(f"{label} {shape_text(t.shape)}" for label, t in tensors.items())
-            raise ValueError(f"{op}: shapes do not broadcast: {shapes}")
+            given = ", ".join(f"{label} {shape_text(shape)}" for label, shape in shapes.items())
+            raise ValueError(f"{op}: shapes do not broadcast: {given}")
         result.append(known.pop() if known else (None if unknown else 1))
     return tuple(result)
 

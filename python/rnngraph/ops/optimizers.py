@@ -19,7 +19,7 @@ import numpy as np
 from rnngraph._native import core as _core
 from rnngraph.ops.operands import FRESH, operand, record, same_type
 from rnngraph.ops.state import StateOps, as_variable
-from rnngraph.shapes import shape_text
+from rnngraph.shapes import compatible, shape_text
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -37,32 +37,22 @@ if TYPE_CHECKING:
 _STATE = ("momentum", "velocity", "maximumVelocity", "gradient")  # shaped like the values
 
 
-def _broadcasts_into(shape: Shape, target: Shape) -> bool | None:
-    """Whether ``shape`` broadcasts to ``target`` without changing it: True, False, or None
-    when an unknown (None) dimension leaves it open until run time."""
-    if len(shape) > len(target):
-        return False
-    answer: bool | None = True
-    for d, t in zip(reversed(shape), reversed(target)):
-        if d == 1 or (d is not None and d == t):
-            continue
-        if d is None or t is None:
-            answer = None
-        else:
-            return False
-    return answer
+def _may_broadcast_into(shape: Shape, target: Shape) -> bool:
+    """Whether ``shape`` broadcasts to ``target`` without changing it, or may once unknown
+    (None) dimensions are known at run time."""
+    return len(shape) <= len(target) and all(
+        d == 1 or d is None or t is None or d == t for d, t in zip(reversed(shape), reversed(target)))
 
 
 def _shape_error(op: str, label: str, shape: Shape, target: Shape, subject: str) -> str | None:
     """Why ``label``'s ``shape`` does not fit ``target``, the shape of the ``subject``
     (``values`` or ``variable``); None when it fits or, with unknown dimensions, may fit."""
     if label in _STATE:
-        if len(shape) == len(target) and all(
-                a is None or b is None or a == b for a, b in zip(shape, target)):
+        if compatible(shape, target):
             return None
         return (f"{op}: {label}: expected the shape of {subject} {shape_text(target)}, got "
                 f"{shape_text(shape)}")
-    if _broadcasts_into(shape, target) is not False:
+    if _may_broadcast_into(shape, target):
         return None
     return (f"{op}: {label}: expected a scalar or a shape that broadcasts to the shape of "
             f"{subject} {shape_text(target)}, got {shape_text(shape)}")

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from rnngraph.dtypes import as_data_type, frozen_copy
 from rnngraph.ops.operands import operand, record
-from rnngraph.shapes import shape_text
+from rnngraph.shapes import compatible, shape_text
 from rnngraph.tensor import Tensor
 
 if TYPE_CHECKING:
@@ -78,8 +78,7 @@ class StateOps:
         if value.dataType != target.dataType:
             raise TypeError(f"assign: tensor: expected dataType {target.dataType.value} like "
                             f"the variable, got {value.dataType.value}")
-        if len(value.shape) != len(target.shape) or any(
-                d is not None and d != v for d, v in zip(value.shape, target.shape)):
+        if not compatible(value.shape, target.shape):
             raise ValueError(f"assign: tensor: expected the variable's shape "
                              f"{shape_text(target.shape)}, got {shape_text(value.shape)}")
         holder: VariableValue = target.op.attrs["value"]
