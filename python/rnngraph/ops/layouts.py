@@ -3,6 +3,7 @@ accepts, the sizes T, N, I, H learned from them, and the dense arrays the core t
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -53,8 +54,19 @@ def layouts(label: str, spec: CellSpec, bidirectional: bool,
 
 def infer_sizes(op: str, spec: CellSpec, inputs: Arguments, bidirectional: bool) -> Sizes:
     """Check every given input's shape (a Tensor's shape or an array's) and return the sizes
-    T, N, I, H (None where unknown). Raises ValueError naming ``op`` and the label."""
-    shape_of = {label: tuple(v.shape) for label, v in inputs.items() if v is not None}
+    T, N, I, H (None where unknown). Raises ValueError naming ``op`` and the label.
+
+    The checks run once per signature of shapes (a training loop repeats one every step):
+    the sizes are cached by the shapes, and each call gets its own copy of them."""
+    shapes_given = tuple((label, tuple(v.shape)) for label, v in inputs.items() if v is not None)
+    return dict(_checked_sizes(op, spec, shapes_given, bidirectional))
+
+
+@functools.lru_cache(maxsize=1024)
+def _checked_sizes(op: str, spec: CellSpec, shapes_given: tuple[tuple[str, tuple[Any, ...]], ...],
+                   bidirectional: bool) -> Sizes:
+    """``infer_sizes`` on the inputs' shapes (a wrong shape raises, and is never cached)."""
+    shape_of = dict(shapes_given)
     has_w = "inputWeight" in shape_of
     if len(shape_of["source"]) != 3:
         raise ValueError(f"{op}: source: expected rank 3 [T, N, {'I' if has_w else 'G·H'}], "

@@ -83,29 +83,9 @@ def _core_options(cell: TorchCell, options: tuple[tuple[str, Any], ...]) -> Core
     return cell.spec.options_type(**dict(options))
 
 
-class _Shaped:
-    """Stands for an input in ``infer_sizes``, which reads only shapes."""
-
-    __slots__ = ("shape",)
-
-    def __init__(self, shape: tuple[int, ...]) -> None:
-        self.shape = shape
-
-
-@functools.lru_cache(maxsize=512)
-def _checked_sizes(op: str, cell: TorchCell, shapes: tuple[tuple[int, ...] | None, ...],
-                   labels: tuple[str, ...], bidirectional: bool) -> dict[str, Any]:
-    """``infer_sizes`` for one signature of input shapes, checked once (a training loop calls
-    with the same shapes every step; a wrong shape raises and is never cached)."""
-    shaped = {label: None if shape is None else _Shaped(shape)
-              for label, shape in zip(labels, shapes)}
-    return infer_sizes(op, cell.spec, shaped, bidirectional)  # type: ignore[arg-type]
-
-
 def _sizes(op: str, cell: TorchCell, labels: tuple[str, ...], arrays: dict[str, Any],
            bidirectional: bool) -> dict[str, Any]:
-    shapes = tuple(None if arrays[label] is None else arrays[label].shape for label in labels)
-    return _checked_sizes(op, cell, shapes, labels, bidirectional)
+    return infer_sizes(op, cell.spec, {label: arrays[label] for label in labels}, bidirectional)
 
 
 def _options(cell: TorchCell, bound: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
