@@ -35,10 +35,12 @@ class _Descriptor:
 
     A subclass declares its properties once, as the keyword-only parameters of its
     ``__init__`` with their defaults (a bool default makes a flag, an ``RNNActivation`` one
-    an activation); ``_flags`` and ``_activations`` are read from that signature."""
+    an activation); ``_flags``, ``_activations`` and ``_defaults`` are read from that
+    signature, and ``__new__`` sets every property (the ``__init__`` only documents them)."""
 
     _flags: ClassVar[tuple[str, ...]] = ()
     _activations: ClassVar[dict[str, RNNActivation]] = {}
+    _defaults: ClassVar[dict[str, Any]] = {}
 
     # The properties every descriptor has; each class declares the rest.
     reverse: bool
@@ -51,21 +53,18 @@ class _Descriptor:
         cls._flags = tuple(p.name for p in parameters if isinstance(p.default, bool))
         cls._activations = {p.name: p.default for p in parameters
                             if isinstance(p.default, RNNActivation)}
+        cls._defaults = {p.name: p.default for p in parameters if p.kind is p.KEYWORD_ONLY}
 
     def __new__(cls, *args: Any, **properties: Any) -> Self:
-        """Refuse positional arguments and unknown keywords with the properties listed
-        (``__init__``, which names every property, then sets them)."""
+        """Set every property, to the given value or its default (the setter refuses an
+        unknown name with the properties listed); positional arguments are refused."""
         if args:
             raise TypeError(f"{cls.__name__} takes keyword arguments only (properties: "
                             f"{cls._known()}), got {len(args)} positional")
-        for name in properties:
-            if name not in cls._flags and name not in cls._activations:
-                raise cls._unknown(name)
-        return super().__new__(cls)
-
-    def _assign(self, **properties: Any) -> None:
-        for name, value in properties.items():
-            setattr(self, name, value)
+        descriptor = super().__new__(cls)
+        for name, value in {**cls._defaults, **properties}.items():
+            setattr(descriptor, name, value)
+        return descriptor
 
     @classmethod
     def _known(cls) -> str:
@@ -145,8 +144,7 @@ class SingleGateRNNDescriptor(_Descriptor):
     def __init__(self, *, reverse: bool = False, bidirectional: bool = False,
                  training: bool = False,
                  activation: RNNActivation = RNNActivation.relu) -> None:
-        self._assign(reverse=reverse, bidirectional=bidirectional, training=training,
-                     activation=activation)
+        pass  # __new__ has set them (_Descriptor)
 
 
 class LSTMDescriptor(_Descriptor):
@@ -197,12 +195,7 @@ class LSTMDescriptor(_Descriptor):
                  cellGateActivation: RNNActivation = RNNActivation.tanh,
                  outputGateActivation: RNNActivation = RNNActivation.sigmoid,
                  activation: RNNActivation = RNNActivation.tanh) -> None:
-        self._assign(reverse=reverse, bidirectional=bidirectional, produceCell=produceCell,
-                     training=training, forgetGateLast=forgetGateLast,
-                     inputGateActivation=inputGateActivation,
-                     forgetGateActivation=forgetGateActivation,
-                     cellGateActivation=cellGateActivation,
-                     outputGateActivation=outputGateActivation, activation=activation)
+        pass  # __new__ has set them (_Descriptor)
 
 
 class GRUDescriptor(_Descriptor):
@@ -251,8 +244,4 @@ class GRUDescriptor(_Descriptor):
                  updateGateActivation: RNNActivation = RNNActivation.sigmoid,
                  resetGateActivation: RNNActivation = RNNActivation.sigmoid,
                  outputGateActivation: RNNActivation = RNNActivation.tanh) -> None:
-        self._assign(reverse=reverse, bidirectional=bidirectional, training=training,
-                     resetGateFirst=resetGateFirst, resetAfter=resetAfter, flipZ=flipZ,
-                     updateGateActivation=updateGateActivation,
-                     resetGateActivation=resetGateActivation,
-                     outputGateActivation=outputGateActivation)
+        pass  # __new__ has set them (_Descriptor)
