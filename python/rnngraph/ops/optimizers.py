@@ -12,6 +12,7 @@ The optimizers' outputs are not differentiable: ``GRADIENT_RULES`` is empty, so
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -22,7 +23,7 @@ from rnngraph.ops.state import StateOps, as_variable
 from rnngraph.shapes import compatible, shape_text
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
     from typing import TypeAlias
 
     from numpy.typing import NDArray
@@ -77,16 +78,24 @@ def _arguments(graph: GraphBuilder, op: str, subject: str, values: object,
     return {"values": target, **tensors}
 
 
-def _check_run(op: str, subject: str, arrays: RunArrays) -> NDArray[Any]:
-    """The run-time twin of ``_arguments``' shape checks, for dimensions unknown until
-    then (all shapes are known here); returns the values' array."""
-    values: NDArray[Any] = arrays["values"]
-    for label, array in arrays.items():
-        error = None if label == "values" else _shape_error(op, label, array.shape,
-                                                             values.shape, subject)
-        if error:
-            raise ValueError(error)
-    return values
+def _values_reader(op: str, subject: str,
+                   tensors: dict[str, Tensor]) -> Callable[[RunArrays], NDArray[Any]]:
+    """The compute's access to the values' array: with every shape known at build time,
+    ``_arguments`` has checked them all; else each run checks the shapes it now knows (the
+    run-time twin of ``_arguments``' checks)."""
+    if all(None not in t.shape for t in tensors.values()):
+        return lambda arrays: arrays["values"]
+
+    def checked(arrays: RunArrays) -> NDArray[Any]:
+        values: NDArray[Any] = arrays["values"]
+        for label, array in arrays.items():
+            error = None if label == "values" else _shape_error(op, label, array.shape,
+                                                                 values.shape, subject)
+            if error:
+                raise ValueError(error)
+        return values
+
+    return checked
 
 
 def _sgd(graph: GraphBuilder, op: str, subject: str, learningRate: Operand,
@@ -96,8 +105,10 @@ def _sgd(graph: GraphBuilder, op: str, subject: str, learningRate: Operand,
     tensors = _arguments(graph, op, subject, values,
                          {"learningRate": learningRate, "gradient": gradient})
 
+    values_of = _values_reader(op, subject, tensors)
+
     def compute(a: RunArrays) -> list[NDArray[Any]]:
-        return [_check_run(op, subject, a) - _scalar(a["learningRate"]) * a["gradient"]]
+        return [values_of(a) - _scalar(a["learningRate"]) * a["gradient"]]
 
     order = {label: tensors[label] for label in ("learningRate", "values", "gradient")}
     return record(graph, "stochasticGradientDescent", name, order, compute,
@@ -110,12 +121,13 @@ def _scalar(x: Any) -> Any:
     return x[()] if isinstance(x, np.ndarray) and x.ndim == 0 else x
 
 
-def _adam_compute(a: RunArrays) -> list[NDArray[Any]]:
+def _adam_compute(values_of: Callable[[RunArrays], NDArray[Any]],
+                  a: RunArrays) -> list[NDArray[Any]]:
     """One Adam step over arrays of one dataType (Python ints below keep it). With every
     hyper-parameter one number (the usual case) it is the core's fused pass on rnngraph's
     threads (rnngraph/optimizers.hpp); a hyper-parameter given per element takes NumPy's
     broadcasting through the same formulas."""
-    values = _check_run("adam", "values", a)
+    values = values_of(a)
     a = {label: _scalar(x) for label, x in a.items()}
     g, beta1, beta2, epsilon = a["gradient"], a["beta1"], a["beta2"], a["epsilon"]
     if a.get("currentLearningRate") is not None:
@@ -241,7 +253,8 @@ class OptimizerOps:
         inputs = {label: tensors[label] for label in order if label in tensors}
         like = (tensors["values"].shape, tensors["values"].dataType)
         count = 4 if maximumVelocity is not None else 3
-        return record(self, "adam", name, inputs, _adam_compute, [like] * count, FRESH)
+        compute = functools.partial(_adam_compute, _values_reader("adam", "values", tensors))
+        return record(self, "adam", name, inputs, compute, [like] * count, FRESH)
 
 
 GRADIENT_RULES: dict[str, Rule] = {}  # optimizer outputs are not differentiable
