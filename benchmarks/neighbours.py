@@ -3,13 +3,22 @@
 
     python3 benchmarks/neighbours.py [--rows 2,4,5,8] [--threads N] [--reps 200] [--out F.json]
 
-For each row, two fresh processes measure rnngraph's step (ours.make_step) with --threads:
-  quiet  - no other library ever runs in the process;
-  after  - before every timed call, a PyTorch matmul (torch.set_num_threads(N)), an ONNX
-           Runtime LSTM session run (intra_op_num_threads=N, spinning allowed as by default)
-           and a NumPy matmul (its OpenBLAS, N threads) run back to back, so their workers
-           are still spinning or just going to sleep when rnngraph's call starts.
-Reports each median and after/quiet (the target: at most 1.2).
+For each row, one fresh process per case measures rnngraph's call (ours.make_step) on
+--threads threads, with the median over --reps calls. Before every timed call, the case's
+"neighbours" run:
+
+  quiet          nothing: calls back to back in a process where no other library ever ran;
+  paused         a sleep as long as the neighbours of "all" take: no other pool, but the same
+                 pause since rnngraph's last call (its workers asleep, caches and cores cold);
+  torch          a PyTorch matmul (torch.set_num_threads(N)): its OpenMP threads then spin;
+  ort            an ONNX Runtime LSTM session run (intra_op_num_threads=N, spinning allowed);
+  numpy          a NumPy matmul (its own OpenBLAS, N threads: its workers spin about 0.1 s);
+  all            the three, back to back;
+  all, shared    the three, in a process that imported rnngraph.torch, whose default runs
+                 rnngraph's parallel sections on torch's OpenMP threads (docs/pytorch.md).
+
+Reports each median and its ratio to "quiet" (the issue's target: "all" at most 1.2), and to
+"paused", which separates what the other pools' threads cost from what the pause alone does.
 """
 
 from __future__ import annotations
@@ -24,52 +33,98 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 
+CASES = {  # case: (neighbours that run before each call, whether rnngraph.torch is imported)
+    "quiet": ((), False),
+    "paused": (("pause",), False),
+    "torch": (("torch",), False),
+    "ort": (("ort",), False),
+    "numpy": (("numpy",), False),
+    "all": (("torch", "ort", "numpy"), False),
+    "all, shared": (("torch", "ort", "numpy"), True),
+}
 
-def other_pools(threads: int):
-    """A call that runs PyTorch (a matmul), ONNX Runtime (an LSTM session) and NumPy's
-    OpenBLAS (a matmul), each on ``threads`` threads, back to back."""
-    import numpy as np
-    import peers
-    import threadpoolctl
-    import torch
-    from rows import BY_ID
 
-    torch.set_num_threads(threads)
-    threadpoolctl.threadpool_limits(threads, user_api="blas")
-    a = torch.randn(512, 512)
-    m = np.random.default_rng(0).standard_normal((512, 512))
-    ort_run = peers.ort_step(BY_ID[4], threads)  # an LSTM inference session
+def other_pools(names, threads: int, pause_s: float):
+    """A call that runs the named neighbours back to back, each on ``threads`` threads:
+    torch (a matmul), ort (an ONNX Runtime LSTM session), numpy (a matmul), pause (a sleep of
+    ``pause_s``)."""
+    calls = []
+    if "torch" in names:
+        import torch
+
+        torch.set_num_threads(threads)
+        a = torch.randn(512, 512)
+        calls.append(lambda: torch.mm(a, a))
+    if "ort" in names:
+        import peers
+        from rows import BY_ID
+
+        calls.append(peers.ort_step(BY_ID[4], threads))  # an LSTM inference session
+    if "numpy" in names:
+        import numpy as np
+        import threadpoolctl
+
+        threadpoolctl.threadpool_limits(threads, user_api="blas")
+        m = np.random.default_rng(0).standard_normal((512, 512))
+        calls.append(lambda: m @ m)
+    if "pause" in names:
+        calls.append(lambda: time.sleep(pause_s))
 
     def run() -> None:
-        torch.mm(a, a)
-        ort_run()
-        m @ m
+        for call in calls:
+            call()
 
     return run
 
 
-def measure(mode: str, row_id: int, threads: int, reps: int) -> float:
-    """Median ms of rnngraph's step in this process (``mode`` quiet or after)."""
+def measure(case: str, row_id: int, threads: int, reps: int, pause_s: float) -> dict:
+    """Median ms of rnngraph's call in this process, and how long the neighbours took."""
     sys.path.insert(0, str(HERE))
+    names, shared = CASES[case]
     import ours
     from rows import BY_ID
 
     import rnngraph
 
+    if shared:
+        import rnngraph.torch  # adopts torch's OpenMP pool
     rnngraph.set_num_threads(threads)
-    row = BY_ID[row_id]
-    step = ours.make_step(row)
-    neighbours = other_pools(threads) if mode == "after" else (lambda: None)
+    step = ours.make_step(BY_ID[row_id])
+    neighbours = other_pools(names, threads, pause_s)
     for _ in range(3):
         neighbours()
         step()
-    times = []
+    times, gaps = [], []
     for _ in range(reps):
-        neighbours()
         t0 = time.perf_counter()
+        neighbours()
+        t1 = time.perf_counter()
         step()
-        times.append(time.perf_counter() - t0)
-    return 1e3 * statistics.median(times)
+        times.append(time.perf_counter() - t1)
+        gaps.append(t1 - t0)
+    return {"ms": 1e3 * statistics.median(times), "neighbours_ms": 1e3 * statistics.median(gaps)}
+
+
+def run_case(case: str, row: int, a, pause_s: float = 0.0) -> dict:
+    out = subprocess.run(
+        [
+            sys.executable,
+            __file__,
+            "--child",
+            case,
+            str(row),
+            "--threads",
+            str(a.threads),
+            "--reps",
+            str(a.reps),
+            "--pause",
+            str(pause_s),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main(argv=None) -> None:
@@ -77,32 +132,58 @@ def main(argv=None) -> None:
     p.add_argument("--rows", default="2,4,5,8")
     p.add_argument("--threads", type=int, default=None, help="default: rnngraph's default")
     p.add_argument("--reps", type=int, default=200)
+    p.add_argument(
+        "--pause",
+        type=float,
+        default=None,
+        help="seconds of the 'paused' case (default: what 'all' took, measured)",
+    )
     p.add_argument("--out", type=Path)
-    p.add_argument("--child", nargs=2, metavar=("MODE", "ROW"), help=argparse.SUPPRESS)
+    p.add_argument("--child", nargs=2, metavar=("CASE", "ROW"), help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.threads is None:
         import rnngraph
 
         a.threads = rnngraph.get_num_threads()
     if a.child:
-        print(measure(a.child[0], int(a.child[1]), a.threads, a.reps))
+        print(json.dumps(measure(a.child[0], int(a.child[1]), a.threads, a.reps, a.pause or 0)))
         return
+    cases = [c for c in CASES if c != "paused"] + ["paused"]  # the pause is measured by "all"
+    print(f"{a.threads} threads, ms (ratio to quiet / to paused)")
+    print("| row | " + " | ".join(CASES) + " |")
+    print("|---" * (len(CASES) + 1) + "|")
     results = []
-    print(f"| row | quiet ms | after neighbours ms | ratio | {a.threads} threads |")
-    print("|---|---|---|---|---|")
     for row in [int(r) for r in a.rows.split(",")]:
         ms = {}
-        for mode in ("quiet", "after"):
-            out = subprocess.run([sys.executable, __file__, "--child", mode, str(row), "--threads",
-                                  str(a.threads), "--reps", str(a.reps)],
-                                 capture_output=True, text=True, check=True)
-            ms[mode] = float(out.stdout.strip().splitlines()[-1])
-        ratio = ms["after"] / ms["quiet"]
-        results.append({"row": row, "threads": a.threads, "quiet_ms": ms["quiet"],
-                        "after_ms": ms["after"], "ratio": ratio})
-        print(f"| {row} | {ms['quiet']:.3f} | {ms['after']:.3f} | {ratio:.2f} | |", flush=True)
+        for case in cases:
+            pause_s = 0.0
+            if case == "paused":
+                pause_s = ms["all"]["neighbours_ms"] / 1e3 if a.pause is None else a.pause
+            ms[case] = run_case(case, row, a, pause_s)
+        quiet, paused = ms["quiet"]["ms"], ms["paused"]["ms"]
+        for case in CASES:
+            ms[case]["ratio"] = ms[case]["ms"] / quiet
+            ms[case]["ratio_to_paused"] = ms[case]["ms"] / paused
+        results.append({"row": row, "threads": a.threads, "cases": ms})
+        cells = [
+            f"{ms[c]['ms']:.3f} ({ms[c]['ratio']:.2f} / {ms[c]['ratio_to_paused']:.2f})"
+            for c in CASES
+        ]
+        print(f"| {row} | " + " | ".join(cells) + " |", flush=True)
     if a.out:
-        a.out.write_text(json.dumps({"command": sys.argv, "results": results}, indent=1))
+        a.out.write_text(
+            json.dumps(
+                {
+                    "command": sys.argv,
+                    "cases": {
+                        c: list(v[0]) + (["rnngraph.torch imported"] if v[1] else [])
+                        for c, v in CASES.items()
+                    },
+                    "results": results,
+                },
+                indent=1,
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -176,6 +176,22 @@ constexpr long kPhaseYieldUs = 300;
 // is what a parallel call loses below the thresholds above (medians 0.1-0.2 ms slower than
 // their mins in thresholds-2026-11-22T200141).
 constexpr long kWorkerSpinUs = 100;
+// A host OpenMP pool (runtime/host_openmp.hpp, rnngraph.torch's default) stalls when its
+// barriers, which spin without yielding (libgomp: 300,000 rounds, about 9 ms here), wait
+// for a member the OS has descheduled: next to NumPy's OpenBLAS or ONNX Runtime workers
+// spinning on the same cores, or when the OS wakes a member onto the caller's core after a
+// pause. A region that took longer than kHostPoolStallUs to start and end, outside the job,
+// stalled (healthy ones take microseconds; stalled ones 0.4-8.5 ms, median 6.7: 2 threads,
+// row 4 "all, shared" in benchmarks/neighbours.py, 57 stalls in 63 calls). Stalls that recur
+// (a score, +1 each, halving every kHostPoolStallHalfLifeUs, reaching kHostPoolStallScore)
+// send jobs to rnngraph's own workers for kHostPoolRestUs. A torch training loop stalls
+// a few times while it warms up and then about once in 30 steps: sharing torch's pool is
+// worth keeping there (LSTM T25 N16 H512 between two torch Linear layers: 18 ms a step
+// against 23-24 on rnngraph's workers), so a single stall does not move it.
+constexpr long long kHostPoolStallUs = 1000;
+constexpr double kHostPoolStallHalfLifeUs = 100'000;
+constexpr double kHostPoolStallScore = 3;
+constexpr long long kHostPoolRestUs = 500'000;
 
 // ---- Memory kept between calls: rnngraph/memory.hpp (kIdleRelease, kKeptBytes) --------
 

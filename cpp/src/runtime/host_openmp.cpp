@@ -1,6 +1,7 @@
 #include "runtime/host_openmp.hpp"
 
 #include <atomic>
+#include <cmath>
 #include <dlfcn.h>
 #include <memory>
 #include <mutex>
@@ -8,6 +9,8 @@
 #include <vector>
 
 #include "rnngraph/threads.hpp"
+#include "runtime/waiting.hpp"
+#include "tuning.hpp"
 
 namespace rnngraph {
 
@@ -35,15 +38,44 @@ std::atomic<const HostPool*> adopted{nullptr};
 struct Team {
   runtime::Job* job;
   ThreadNumFn thread_num;
+  long long entered_us = 0, left_us = 0;  // when the caller entered and left its part
 };
 
 void run_member(void* data) {
-  const auto* team = static_cast<const Team*>(data);
+  auto* team = static_cast<Team*>(data);
+  const int slot = team->thread_num();
+  if (slot == 0) team->entered_us = runtime::now_us();
   try {
-    team->job->work(team->thread_num());
+    team->job->work(slot);
   } catch (...) {  // Job::work records its items' errors; nothing may leave an OpenMP region
   }
+  if (slot == 0) team->left_us = runtime::now_us();
 }
+
+// Whether the adopted pool keeps stalling (tuning::kHostPoolStallUs): a score that each
+// stalled region raises by 1 and that halves every kHostPoolStallHalfLifeUs. While it is
+// high, jobs rest on rnngraph's own workers for kHostPoolRestUs.
+struct StallWatch {
+  std::mutex mutex;
+  double score = 0;
+  long long scored_us = 0, resting_until_us = 0;
+
+  bool resting(long long now) {
+    std::lock_guard<std::mutex> lock(mutex);
+    return now < resting_until_us;
+  }
+  void record(long long now, long long overhead_us) {
+    if (overhead_us <= tuning::kHostPoolStallUs) return;
+    std::lock_guard<std::mutex> lock(mutex);
+    score = score * std::exp2(-double(now - scored_us) / tuning::kHostPoolStallHalfLifeUs) + 1;
+    scored_us = now;
+    if (score >= tuning::kHostPoolStallScore) {
+      resting_until_us = now + tuning::kHostPoolRestUs;
+      score = 0;
+    }
+  }
+};
+StallWatch& stall_watch = *new StallWatch;  // never destroyed, like `known`
 
 }  // namespace
 
@@ -83,8 +115,13 @@ namespace runtime {
 bool run_on_host_openmp(Job& job, int team) {
   const HostPool* pool = adopted.load(std::memory_order_acquire);
   if (!pool || pool->pid != getpid()) return false;
+  const long long start = now_us();
+  if (stall_watch.resting(start)) return false;
   Team members{&job, pool->thread_num};
   pool->parallel(run_member, &members, static_cast<unsigned>(team), 0);
+  // The time the region's own start and end took, outside the job.
+  const long long end = now_us();
+  stall_watch.record(end, (members.entered_us - start) + (end - members.left_us));
   return true;
 }
 
