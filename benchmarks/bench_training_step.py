@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import time
 from collections import defaultdict
@@ -26,6 +25,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "examples"))
 sys.path.insert(0, str(HERE))
+
+from script_child import run_json
+from timing import measure
 
 RECURRENT = ("LSTM", "LSTMGradients")
 SIZE = {"embed": 256, "hidden": 256, "T": 150, "N": 16}  # row 7 of BENCHMARKS.md
@@ -102,16 +104,9 @@ def torch_child(threads: int, budget: float) -> dict:
         torch_loss(model, inputs, targets).backward()
         optimizer.step()
 
-    for _ in range(3):
-        step()
-    steps = []
-    deadline = time.perf_counter() + budget
-    while len(steps) < 10 or time.perf_counter() < deadline:
-        start = time.perf_counter()
-        step()
-        steps.append(time.perf_counter() - start)
-    return {"library": "torch", "threads": threads, "median_ms": statistics.median(steps) * 1e3,
-            "reps": len(steps)}
+    timed = measure(step, budget_s=budget, settle_s=0)  # a fresh process: nothing to settle
+    return {"library": "torch", "threads": threads, "median_ms": timed["median_ms"],
+            "reps": timed["reps"]}
 
 
 def ceiling_child(threads: int, budget: float) -> dict:
@@ -125,9 +120,7 @@ CHILDREN = {"rnngraph": rnngraph_child, "torch": torch_child, "sgemm": ceiling_c
 
 
 def run_child(library: str, threads: int, budget: float) -> dict:
-    output = subprocess.run([sys.executable, __file__, "--child", library, str(threads),
-                             str(budget)], capture_output=True, text=True, check=True).stdout
-    return json.loads(output.strip().splitlines()[-1])
+    return run_json(__file__, ["--child", library, str(threads), str(budget)])
 
 
 def table(results: list[dict]) -> str:

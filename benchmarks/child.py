@@ -138,10 +138,9 @@ def run(spec: dict) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Run the spec given as the one argument (JSON); end with the parent, should it die."""
-    import ctypes
-    import signal
+    from script_child import die_with_parent
 
-    ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    die_with_parent()
     args = sys.argv[1:] if argv is None else argv
     try:
         run(json.loads(args[0]))

@@ -15,8 +15,12 @@ For each row, one fresh process per case measures rnngraph's call (ours.make_ste
   numpy          a NumPy matmul (its own OpenBLAS, N threads: its workers spin about 0.1 s);
   all            the three, back to back;
   all, shared    the three, in a process that imported rnngraph.torch, whose default runs
-                 rnngraph's parallel sections on torch's OpenMP threads (docs/pytorch.md).
+                 rnngraph's parallel sections on torch's OpenMP threads (docs/pytorch.md);
+  ... no fall-back  the same with the shared pool's fall-back to rnngraph's own workers off
+                 (tuning::kHostPoolStallUs): what a stalling shared pool costs without it;
+  paused, shared (and its "no fall-back" twin): the pause, with torch's pool shared.
 
+The shared cases also give the pool's stalled regions and the rests they started.
 Reports each median and its ratio to "quiet" (the issue's target: "all" at most 1.2), and to
 "paused", which separates what the other pools' threads cost from what the pause alone does.
 """
@@ -26,21 +30,27 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
 
-CASES = {  # case: (neighbours that run before each call, whether rnngraph.torch is imported)
-    "quiet": ((), False),
-    "paused": (("pause",), False),
-    "torch": (("torch",), False),
-    "ort": (("ort",), False),
-    "numpy": (("numpy",), False),
-    "all": (("torch", "ort", "numpy"), False),
-    "all, shared": (("torch", "ort", "numpy"), True),
+from script_child import run_json
+
+PAUSE, ALL = ("pause",), ("torch", "ort", "numpy")
+CASES = {  # case: (neighbours run before each call, torch's pool shared, fall-back on)
+    "quiet": ((), False, True),
+    "paused": (PAUSE, False, True),
+    "torch": (("torch",), False, True),
+    "ort": (("ort",), False, True),
+    "numpy": (("numpy",), False, True),
+    "all": (ALL, False, True),
+    "all, shared": (ALL, True, True),
+    "all, shared, no fall-back": (ALL, True, False),
+    "paused, shared": (PAUSE, True, True),
+    "paused, shared, no fall-back": (PAUSE, True, False),
 }
 
 
@@ -79,15 +89,16 @@ def other_pools(names, threads: int, pause_s: float):
 
 def measure(case: str, row_id: int, threads: int, reps: int, pause_s: float) -> dict:
     """Median ms of rnngraph's call in this process, and how long the neighbours took."""
-    sys.path.insert(0, str(HERE))
-    names, shared = CASES[case]
+    names, shared, fall_back = CASES[case]
     import ours
     from rows import BY_ID
 
     import rnngraph
+    from rnngraph._native import core
 
     if shared:
         import rnngraph.torch  # adopts torch's OpenMP pool
+    core._set_host_pool_fall_back(fall_back)
     rnngraph.set_num_threads(threads)
     step = ours.make_step(BY_ID[row_id])
     neighbours = other_pools(names, threads, pause_s)
@@ -102,29 +113,23 @@ def measure(case: str, row_id: int, threads: int, reps: int, pause_s: float) -> 
         step()
         times.append(time.perf_counter() - t1)
         gaps.append(t1 - t0)
-    return {"ms": 1e3 * statistics.median(times), "neighbours_ms": 1e3 * statistics.median(gaps)}
+    stalled, rests = core._host_pool_stalls()
+    return {"ms": 1e3 * statistics.median(times), "neighbours_ms": 1e3 * statistics.median(gaps),
+            "stalled_regions": stalled, "rests": rests}
 
 
 def run_case(case: str, row: int, a, pause_s: float = 0.0) -> dict:
-    out = subprocess.run(
-        [
-            sys.executable,
-            __file__,
-            "--child",
-            case,
-            str(row),
-            "--threads",
-            str(a.threads),
-            "--reps",
-            str(a.reps),
-            "--pause",
-            str(pause_s),
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return run_json(__file__, ["--child", case, str(row), "--threads", str(a.threads), "--reps",
+                               str(a.reps), "--pause", str(pause_s)])
+
+
+def write(path: Path | None, results: list) -> None:
+    if path:
+        cases = {c: [*names, *(["torch's pool shared"] if shared else []),
+                     *([] if fall_back else ["no fall-back"])]
+                 for c, (names, shared, fall_back) in CASES.items()}
+        path.write_text(json.dumps({"command": sys.argv, "cases": cases, "results": results},
+                                   indent=1))
 
 
 def main(argv=None) -> None:
@@ -148,8 +153,9 @@ def main(argv=None) -> None:
     if a.child:
         print(json.dumps(measure(a.child[0], int(a.child[1]), a.threads, a.reps, a.pause or 0)))
         return
-    cases = [c for c in CASES if c != "paused"] + ["paused"]  # the pause is measured by "all"
-    print(f"{a.threads} threads, ms (ratio to quiet / to paused)")
+    # the pause cases last: their pause is what "all" took
+    cases = [c for c in CASES if CASES[c][0] != PAUSE] + [c for c in CASES if CASES[c][0] == PAUSE]
+    print(f"{a.threads} threads, ms (ratio to quiet / to paused; stalled regions, rests)")
     print("| row | " + " | ".join(CASES) + " |")
     print("|---" * (len(CASES) + 1) + "|")
     results = []
@@ -157,7 +163,7 @@ def main(argv=None) -> None:
         ms = {}
         for case in cases:
             pause_s = 0.0
-            if case == "paused":
+            if CASES[case][0] == PAUSE:
                 pause_s = ms["all"]["neighbours_ms"] / 1e3 if a.pause is None else a.pause
             ms[case] = run_case(case, row, a, pause_s)
         quiet, paused = ms["quiet"]["ms"], ms["paused"]["ms"]
@@ -165,25 +171,14 @@ def main(argv=None) -> None:
             ms[case]["ratio"] = ms[case]["ms"] / quiet
             ms[case]["ratio_to_paused"] = ms[case]["ms"] / paused
         results.append({"row": row, "threads": a.threads, "cases": ms})
-        cells = [
-            f"{ms[c]['ms']:.3f} ({ms[c]['ratio']:.2f} / {ms[c]['ratio_to_paused']:.2f})"
-            for c in CASES
-        ]
+        write(a.out, results)  # each row as it is done
+
+        def cell(m: dict, shared: bool) -> str:
+            text = f"{m['ms']:.3f} ({m['ratio']:.2f} / {m['ratio_to_paused']:.2f}"
+            return text + (f"; {m['stalled_regions']}, {m['rests']})" if shared else ")")
+
+        cells = [cell(ms[c], CASES[c][1]) for c in CASES]
         print(f"| {row} | " + " | ".join(cells) + " |", flush=True)
-    if a.out:
-        a.out.write_text(
-            json.dumps(
-                {
-                    "command": sys.argv,
-                    "cases": {
-                        c: list(v[0]) + (["rnngraph.torch imported"] if v[1] else [])
-                        for c, v in CASES.items()
-                    },
-                    "results": results,
-                },
-                indent=1,
-            )
-        )
 
 
 if __name__ == "__main__":

@@ -13,10 +13,8 @@ namespace rnngraph {
 template <class S>
 void adam_update(Index count, const AdamArrays<S>& a, S lr, S beta1, S beta2, S epsilon) {
   const S keep1 = S(1) - beta1, keep2 = S(1) - beta2;
-  // Blocks of at least 16K elements: an element costs a few nanoseconds, so a smaller block
-  // would cost more to hand out than to compute.
-  constexpr Index kMinBlock = 16 * 1024;
-  const Index blocks = parallel_blocks(count, tuning::ParallelSite::pass, count, kMinBlock);
+  // A pass over the elements, cut as every such pass is (the "pass" site's threshold).
+  const Index blocks = parallel_blocks(count, tuning::ParallelSite::pass, count);
   parallel_for(blocks, [&](Index b) {
     const Index begin = count * b / blocks, end = count * (b + 1) / blocks;
     for (Index i = begin; i < end; ++i) {

@@ -48,8 +48,9 @@ constexpr Index kParallelDefaults[] = {
     // pack: packing R for the forward (LSTM, T·N = 32): crossover 147K (1.20x); 2^18.
     Index(1) << 18,
     // team: a team thread per this many multiply-adds of a step's product (a divisor, not a
-    // threshold: below 1 it counts as 1; moved by profile_rows.py --threshold, which the
-    // 16-core team sweep used, machine16-profile-16threads-team*). A team of 16 on a
+    // threshold, which set_parallel_threshold keeps at 1 or more; moved by profile_rows.py
+    // --threshold, which the 16-core team sweep used, machine16-profile-16threads-team*).
+    // A team of 16 on a
     // step of 0.8M (row 2, GRU H = 512, N = 1) ran 0.125 ms against 0.094 ms with 4 threads
     // on the 16-core machine (results/machine16-sweep-2026-11-22T2244.md), each thread's
     // share of a step there being 49K against 197K.
@@ -181,16 +182,19 @@ constexpr long kWorkerSpinUs = 100;
 // for a member the OS has descheduled: next to NumPy's OpenBLAS or ONNX Runtime workers
 // spinning on the same cores, or when the OS wakes a member onto the caller's core after a
 // pause. A region that took longer than kHostPoolStallUs to start and end, outside the job,
-// stalled (healthy ones take microseconds; stalled ones 0.4-8.5 ms, median 6.7: 2 threads,
-// row 4 "all, shared" in benchmarks/neighbours.py, 57 stalls in 63 calls). Stalls that recur
-// (a score, +1 each, halving every kHostPoolStallHalfLifeUs, reaching kHostPoolStallScore)
-// send jobs to rnngraph's own workers for kHostPoolRestUs. A torch training loop stalls
-// a few times while it warms up and then about once in 30 steps: sharing torch's pool is
-// worth keeping there (LSTM T25 N16 H512 between two torch Linear layers: 18 ms a step
-// against 23-24 on rnngraph's workers), so a single stall does not move it.
+// stalled: healthy ones take microseconds, stalled ones took 0.4-8.5 ms (median 6.7; 57 of 63
+// calls of row 4 beside torch, ONNX Runtime and NumPy). When kHostPoolStalls of the last
+// kHostPoolRegions regions stalled, jobs run on rnngraph's own workers for kHostPoolRestUs.
+// A torch training loop stalls a few times while it warms up and rarely after: one stall
+// must not end the sharing that makes it faster. Measured, 2 threads:
+//   benchmarks/neighbours.py (neighbours-2026-11-23T0*): "all, shared" against "all, shared,
+//   no fall-back" and "paused, shared" against its twin;
+//   a torch loop, Linear -> rnngraph.torch.LSTM (T25 N16 H512) -> Linear with backward, 40
+//   steps' warm-up then 60: 18.5-19.4 ms a step with the fall-back, 18.5-19.9 without it,
+//   23-24 on rnngraph's own workers.
 constexpr long long kHostPoolStallUs = 1000;
-constexpr double kHostPoolStallHalfLifeUs = 100'000;
-constexpr double kHostPoolStallScore = 3;
+constexpr int kHostPoolRegions = 8;
+constexpr int kHostPoolStalls = 3;
 constexpr long long kHostPoolRestUs = 500'000;
 
 // ---- Memory kept between calls: rnngraph/memory.hpp (kIdleRelease, kKeptBytes) --------

@@ -146,6 +146,12 @@ def _use_host_openmp(library: str) -> bool:
 def _host_openmp() -> str:
     """The adopted OpenMP runtime's path (empty: none)."""
 
+def _host_pool_stalls() -> tuple[int, int]:
+    """For measurements: (stalled regions, rests on rnngraph's own workers) of the adopted OpenMP pool."""
+
+def _set_host_pool_fall_back(on: bool) -> None:
+    """For measurements: whether a stalling adopted pool rests (the default: True)."""
+
 # For tests and measurements.
 def _force_paths(*, product: str = "auto", tile: str = "auto", split: str = "auto") -> None:
     """Force the step product (auto, packed, dot, blas, small), the panel tile (auto, few,

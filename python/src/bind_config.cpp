@@ -150,6 +150,11 @@ void bind_config(py::module_& m) {
         "Run parallel sections on the already loaded OpenMP runtime at `library` (empty: on "
         "rnngraph's own workers); False if it is not loaded or not an OpenMP runtime.");
   m.def("_host_openmp", &host_openmp, "The adopted OpenMP runtime's path (empty: none).");
+  m.def("_host_pool_stalls", &host_pool_stalls,
+        "For measurements: (stalled regions, rests on rnngraph's own workers) of the adopted "
+        "OpenMP pool.");
+  m.def("_set_host_pool_fall_back", &set_host_pool_fall_back, py::arg("on"),
+        "For measurements: whether a stalling adopted pool rests (the default: True).");
   bind_paths(m);
   m.def("release_kept_memory", &release_kept_memory,
         "Return the memory kept between calls to the system now (done by itself when idle).");

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 
 namespace rnngraph {
 
@@ -38,5 +39,9 @@ CpuBudget cpu_budget();
 bool use_host_openmp(const std::string& library);
 // The adopted library's path; empty when rnngraph's own workers run its parallel sections.
 std::string host_openmp();
+// For measurements: the adopted pool's stalled regions and the rests they started on
+// rnngraph's own workers (tuning::kHostPoolStallUs); and turning those rests off or on.
+std::pair<long long, long long> host_pool_stalls();
+void set_host_pool_fall_back(bool on);
 
 }  // namespace rnngraph

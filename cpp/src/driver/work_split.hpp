@@ -33,8 +33,7 @@ inline int team_size(const RNNShape& s, int recurrent_gates, int threads) {
   const Index step_work = s.N * recurrent_gates * s.H * s.H;
   return static_cast<int>(std::max<Index>(
       1, std::min({Index(threads), s.H / tuning::kTeamUnitsPerThread,
-                   step_work / std::max<Index>(
-                                   1, tuning::parallel_threshold(tuning::ParallelSite::team))})));
+                   step_work / tuning::parallel_threshold(tuning::ParallelSite::team)})));
 }
 
 inline SplitPath choose_split(const RNNShape& s, int recurrent_gates, Index scalar_bytes,

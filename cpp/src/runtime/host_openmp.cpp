@@ -1,7 +1,6 @@
 #include "runtime/host_openmp.hpp"
 
 #include <atomic>
-#include <cmath>
 #include <dlfcn.h>
 #include <memory>
 #include <mutex>
@@ -25,7 +24,33 @@ struct HostPool {
   ParallelFn parallel = nullptr;
   ThreadNumFn thread_num = nullptr;
   pid_t pid = 0;
+  // Whether the pool keeps stalling (tuning::kHostPoolStallUs): one bit per recent region,
+  // set if it stalled. When kHostPoolStalls of the last kHostPoolRegions stalled, jobs rest
+  // on rnngraph's own workers until `resting_until_us`.
+  mutable std::atomic<std::uint32_t> recent{0};
+  mutable std::atomic<long long> resting_until_us{0};
+  mutable std::atomic<long long> stalled_regions{0}, rests{0};  // for measurements
+
+  void record(long long now, long long overhead_us) const;
 };
+
+std::atomic<bool> fall_back{true};  // off only for measurements (set_host_pool_fall_back)
+
+void HostPool::record(long long now, long long overhead_us) const {
+  const bool stalled = overhead_us > tuning::kHostPoolStallUs;
+  if (stalled) stalled_regions.fetch_add(1, std::memory_order_relaxed);
+  constexpr std::uint32_t window = (1u << tuning::kHostPoolRegions) - 1;
+  std::uint32_t seen = recent.load(std::memory_order_relaxed), next = 0;
+  do {
+    next = ((seen << 1) | std::uint32_t(stalled)) & window;
+  } while (!recent.compare_exchange_weak(seen, next, std::memory_order_relaxed));
+  if (__builtin_popcount(next) < tuning::kHostPoolStalls ||
+      !fall_back.load(std::memory_order_relaxed))
+    return;
+  recent.store(0, std::memory_order_relaxed);
+  resting_until_us.store(now + tuning::kHostPoolRestUs, std::memory_order_relaxed);
+  rests.fetch_add(1, std::memory_order_relaxed);
+}
 
 std::mutex adopt_mutex;
 // Every pool looked up, kept for the process's life (a job may still run on one while another
@@ -51,31 +76,6 @@ void run_member(void* data) {
   }
   if (slot == 0) team->left_us = runtime::now_us();
 }
-
-// Whether the adopted pool keeps stalling (tuning::kHostPoolStallUs): a score that each
-// stalled region raises by 1 and that halves every kHostPoolStallHalfLifeUs. While it is
-// high, jobs rest on rnngraph's own workers for kHostPoolRestUs.
-struct StallWatch {
-  std::mutex mutex;
-  double score = 0;
-  long long scored_us = 0, resting_until_us = 0;
-
-  bool resting(long long now) {
-    std::lock_guard<std::mutex> lock(mutex);
-    return now < resting_until_us;
-  }
-  void record(long long now, long long overhead_us) {
-    if (overhead_us <= tuning::kHostPoolStallUs) return;
-    std::lock_guard<std::mutex> lock(mutex);
-    score = score * std::exp2(-double(now - scored_us) / tuning::kHostPoolStallHalfLifeUs) + 1;
-    scored_us = now;
-    if (score >= tuning::kHostPoolStallScore) {
-      resting_until_us = now + tuning::kHostPoolRestUs;
-      score = 0;
-    }
-  }
-};
-StallWatch& stall_watch = *new StallWatch;  // never destroyed, like `known`
 
 }  // namespace
 
@@ -105,6 +105,15 @@ bool use_host_openmp(const std::string& library) {
   return true;
 }
 
+void set_host_pool_fall_back(bool on) { fall_back.store(on, std::memory_order_relaxed); }
+
+std::pair<long long, long long> host_pool_stalls() {
+  const HostPool* pool = adopted.load(std::memory_order_acquire);
+  if (!pool) return {0, 0};
+  return {pool->stalled_regions.load(std::memory_order_relaxed),
+          pool->rests.load(std::memory_order_relaxed)};
+}
+
 std::string host_openmp() {
   const HostPool* pool = adopted.load(std::memory_order_acquire);
   return pool ? pool->path : std::string();
@@ -116,12 +125,12 @@ bool run_on_host_openmp(Job& job, int team) {
   const HostPool* pool = adopted.load(std::memory_order_acquire);
   if (!pool || pool->pid != getpid()) return false;
   const long long start = now_us();
-  if (stall_watch.resting(start)) return false;
+  if (start < pool->resting_until_us.load(std::memory_order_relaxed)) return false;
   Team members{&job, pool->thread_num};
   pool->parallel(run_member, &members, static_cast<unsigned>(team), 0);
   // The time the region's own start and end took, outside the job.
   const long long end = now_us();
-  stall_watch.record(end, (members.entered_us - start) + (end - members.left_us));
+  pool->record(end, (members.entered_us - start) + (end - members.left_us));
   return true;
 }
 
