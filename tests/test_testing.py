@@ -301,6 +301,33 @@ def test_assert_allclose_messages():
         assert_allclose([1.0], [1.0], rtol=-1.0)
 
 
+def test_assert_allclose_compares_integers_exactly_in_their_own_dtype():
+    # 2**53 + 1 and 2**53 are one float64: compared as integers, they differ
+    big = 2**53
+    assert_allclose(np.array([big + 1, 5]), np.array([big + 1, 5]))
+    with pytest.raises(AssertionError) as caught:
+        assert_allclose(np.array([big + 1, 5]), np.array([big, 5]), where="count")
+    assert str(caught.value) == (
+        "count: 1 of 2 elements differ beyond atol + rtol·|desired| (rtol=0.0e+00, "
+        f"atol=0.0e+00); worst at (0,): actual {big + 1}, desired {big}, |difference| 1 = inf "
+        "× its tolerance")
+    # signed against unsigned, beyond int64: still exact
+    top = np.array([2**64 - 1], np.uint64)
+    assert_allclose(top, top.copy())
+    with pytest.raises(AssertionError, match="actual -1, desired 18446744073709551615"):
+        assert_allclose(np.array([-1]), top)
+    with pytest.raises(AssertionError, match="actual 18446744073709551614, desired "
+                                             "18446744073709551615, .difference. 1 ="):
+        assert_allclose(top - np.uint64(1), top)
+    assert_allclose(np.array([True, False]), np.array([True, False]))
+    with pytest.raises(AssertionError, match="actual 0, desired 1"):
+        assert_allclose(np.array([True, False]), np.array([True, True]))
+    # a tolerance given for integers is NumPy's rule
+    assert_allclose(np.array([big + 2]), np.array([big]), atol=2)
+    with pytest.raises(AssertionError, match=r"\|difference\| 3 = 1.5 × its tolerance"):
+        assert_allclose(np.array([10]), np.array([7]), atol=2)
+
+
 def test_assert_outputs_close_runs_and_lists_every_output_that_differs():
     g = rg.Graph()
     x = g.placeholder((2, 3), rg.float64, name="x")

@@ -12,7 +12,7 @@ import numpy as np
 from rnngraph.graph import Graph
 from rnngraph.shapes import shape_text
 from rnngraph.tensor import Tensor
-from rnngraph.testing._common import _positive, _table
+from rnngraph.testing._common import _check_graph, _positive, _table, _times, _tolerance
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
@@ -52,7 +52,8 @@ def _real(value: object, function: str, label: str) -> NDArray[Any]:
 
 @dataclass
 class _Mismatch:
-    """How ``actual`` differs from ``desired``; ``None`` from ``_compare`` when it does not."""
+    """How ``actual`` differs from ``desired``; ``None`` from ``_compare`` when it does not.
+    Between integer (or bool) arrays the values and their difference are exact ints."""
 
     count: int
     size: int
@@ -73,19 +74,31 @@ def _compare(actual: NDArray[Any], desired: NDArray[Any], rtol: float, atol: flo
     d = desired.astype(np.float64)
     with np.errstate(invalid="ignore", over="ignore"):
         difference = np.abs(a - d)
-        bad = ~(difference <= atol + rtol * np.abs(d))
-        same = (a == d) | (np.isnan(a) & np.isnan(d) if equal_nan else np.zeros(a.shape, bool))
-        bad &= ~same  # equal infinities and (with equal_nan) NaNs match
+        scale = _tolerance(atol, rtol, d)
+        # Equal in their own dtypes: exact for integers too (float64 is not, above 2**53);
+        # equal infinities and (with equal_nan) NaNs match.
+        same = np.asarray(actual == desired)
+        if equal_nan:
+            same |= np.isnan(a) & np.isnan(d)
+        bad = ~same if rtol == 0 and atol == 0 else ~same & ~(difference <= scale)
         if not bad.any():
             return None
-        scale = atol + rtol * np.abs(d)
         error = np.where(bad, np.where(scale > 0, difference / np.where(scale > 0, scale, 1),
                                        np.inf), 0.0)
         error = np.where(bad & np.isnan(error), np.inf, error)
     flat = int(np.argmax(error))
     index = tuple(int(i) for i in np.unravel_index(flat, a.shape))
-    return _Mismatch(int(bad.sum()), int(a.size), index, float(a[index]), float(d[index]),
-                     float(difference[index]), float(error[index]))
+    if actual.dtype.kind in "biu" and desired.dtype.kind in "biu":
+        pair = (int(actual[index]), int(desired[index]))
+        values: tuple[float, float, float] = (*pair, abs(pair[0] - pair[1]))  # (ints)
+    else:
+        values = (float(a[index]), float(d[index]), float(difference[index]))
+    return _Mismatch(int(bad.sum()), int(a.size), index, *values, float(error[index]))
+
+
+def _number(value: float, spec: str) -> str:
+    """A value of a _Mismatch for a message: an int exactly, a float by ``spec``."""
+    return str(value) if isinstance(value, int) else format(value, spec)
 
 
 def assert_allclose(actual: ArrayLike, desired: ArrayLike, *, rtol: float | None = None,
@@ -129,11 +142,10 @@ def assert_allclose(actual: ArrayLike, desired: ArrayLike, *, rtol: float | None
 def _describe(m: _Mismatch, rtol: float, atol: float) -> str:
     if m.shapes:
         return f"{m.shapes}"
-    times = ("inf" if math.isinf(m.error) else f"{m.error:.3g}")
     return (f"{m.count} of {m.size} elements differ beyond atol + rtol·|desired| "
-            f"(rtol={rtol:.1e}, atol={atol:.1e}); worst at {m.index}: actual {m.actual:.7g}, "
-            f"desired {m.desired:.7g}, |difference| {m.difference:.2e} = {times} × its "
-            "tolerance")
+            f"(rtol={rtol:.1e}, atol={atol:.1e}); worst at {m.index}: actual "
+            f"{_number(m.actual, '.7g')}, desired {_number(m.desired, '.7g')}, |difference| "
+            f"{_number(m.difference, '.2e')} = {_times(m.error)} × its tolerance")
 
 
 def assert_outputs_close(graph: Graph, feeds: Mapping[Tensor, ArrayLike] | None,
@@ -163,9 +175,7 @@ def assert_outputs_close(graph: Graph, feeds: Mapping[Tensor, ArrayLike] | None,
         out = assert_outputs_close(g, {x: x_np}, {h: h_ref, c: c_ref}, rtol=1e-5, atol=1e-6)
     """
     function = "assert_outputs_close"
-    if not isinstance(graph, Graph):
-        raise TypeError(f"{function}: graph: expected an rnngraph Graph, got "
-                        f"{type(graph).__name__}")
+    _check_graph(function, graph)
     if not isinstance(expected, Mapping) or not expected:
         raise (TypeError if not isinstance(expected, Mapping) else ValueError)(
             f"{function}: expected: expected a non-empty dict {{Tensor: array}}, got "
@@ -189,8 +199,8 @@ def assert_outputs_close(graph: Graph, feeds: Mapping[Tensor, ArrayLike] | None,
         else:
             rows.append([tensor.name, shape_text(outputs[tensor].shape), tensor.dataType.value,
                          f"{r:.1e}", f"{a:.1e}", f"{m.count} of {m.size}", str(m.index),
-                         f"{m.actual:.7g}", f"{m.desired:.7g}",
-                         "inf" if math.isinf(m.error) else f"{m.error:.3g}"])
+                         _number(m.actual, ".7g"), _number(m.desired, ".7g"),
+                         _times(m.error)])
     if len(rows) > 1:
         raise AssertionError(
             f"{function}: {len(rows) - 1} of {len(desired)} outputs differ beyond "

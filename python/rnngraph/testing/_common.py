@@ -1,11 +1,17 @@
-"""What the checks share: the tables of their failure messages, and the checks of a tolerance
-or a step."""
+"""What the checks share: the tables of their failure messages and how they write numbers,
+and the checks of a graph, a tolerance or a step."""
 
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from rnngraph.graph import Graph
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
 
 
 def _table(rows: list[list[str]]) -> str:
@@ -14,6 +20,23 @@ def _table(rows: list[list[str]]) -> str:
              for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+def _times(error: float) -> str:
+    """An error as a multiple of its tolerance, for a message."""
+    return "inf" if math.isinf(error) else f"{error:.3g}"
+
+
+def _tolerance(atol: float, rtol: float, desired: NDArray[Any]) -> NDArray[np.float64]:
+    """``atol + rtol·|desired|``, element by element: how far each element may be off."""
+    scale: NDArray[np.float64] = atol + rtol * np.abs(desired)
+    return scale
+
+
+def _check_graph(function: str, graph: object) -> None:
+    if not isinstance(graph, Graph):
+        raise TypeError(f"{function}: graph: expected an rnngraph Graph, got "
+                        f"{type(graph).__name__}")
 
 
 def _positive(function: str, label: str, value: object, zero: bool = False,

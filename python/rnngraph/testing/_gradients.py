@@ -16,7 +16,7 @@ from rnngraph.ops.arguments import integer_argument
 from rnngraph.shapes import shape_text
 from rnngraph.tensor import Tensor
 from rnngraph.testing._arguments import _FUNCTION, _check_float64, _with
-from rnngraph.testing._common import _positive, _table
+from rnngraph.testing._common import _check_graph, _positive, _table
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
@@ -183,9 +183,7 @@ def check_gradients(graph: Graph, of: Tensor, with_: Tensor | Iterable[Tensor],
                                                   {x: rng.standard_normal((T, N, I))})
         # {x: 1.7e-09, R: 7.4e-09}; an AssertionError with a table if one were above rtol
     """
-    if not isinstance(graph, Graph):
-        raise TypeError(f"{_FUNCTION}: graph: expected an rnngraph Graph, got "
-                        f"{type(graph).__name__}")
+    _check_graph(_FUNCTION, graph)
     of = graph._own(of, f"{_FUNCTION}: of")
     wanted = _with(graph, with_)
     if not isinstance(feeds, Mapping):

@@ -34,47 +34,48 @@ class TorchCell:
 
     spec: CellSpec
     op: str  # the torch op's name, e.g. "lstm"
-    # Plain fields, read on every call (and traced by torch.compile): set by __post_init__.
-    forward_inputs: tuple[str, ...] = ()  # e.g. source, recurrentWeight, inputWeight, ...
-    gradient_inputs: tuple[str, ...] = ()  # e.g. source, recurrentWeight, sourceGradient, ...
+    # Derived from ``spec`` by __post_init__ (not arguments): plain fields, read on every call
+    # (and traced by torch.compile).
+    forward_inputs: tuple[str, ...] = field(init=False)  # source, recurrentWeight, ...
+    gradient_inputs: tuple[str, ...] = field(init=False)  # source, ..., sourceGradient, ...
     # ``(name, default)`` of the descriptor properties that change the math: flags (bool) and
     # activations (RNNActivation's raw value), in the descriptor's order.
-    options: tuple[tuple[str, bool | int], ...] = ()
-    has_cell: bool = False  # the LSTM: a cell state beside h
+    options: tuple[tuple[str, bool | int], ...] = field(init=False)
+    has_cell: bool = field(init=False)  # the LSTM: a cell state beside h
     # Inputs every call gives (the others are optional, None when absent).
-    required: tuple[str, ...] = ()
+    required: tuple[str, ...] = field(init=False)
     # The forward op's final-state outputs: ``state`` (h at each direction's last processed
     # step), and ``cell`` for the LSTM.
-    final_states: tuple[str, ...] = ()
+    final_states: tuple[str, ...] = field(init=False)
+    # h and the final states: the outputs a module returns and autograd differentiates.
+    differentiable_outputs: tuple[str, ...] = field(init=False)
     # The forward op's outputs: h, the final states, then what the gradient op reads (the
     # LSTM's cell sequence, zState).
-    outputs: tuple[str, ...] = ()
+    outputs: tuple[str, ...] = field(init=False)
     # {gradient op input: forward op output} for the saved tensors it reads (shared: not to
     # be changed).
-    saved_outputs: dict[str, str] = field(default_factory=dict)
+    saved_outputs: dict[str, str] = field(init=False)
 
-    def __post_init__(self) -> None:
+    def __post_init__(self) -> None:  # (frozen: each field set through object.__setattr__)
         descriptor: _Descriptor = self.spec.descriptor_type()
         options = tuple((name, value) for name, value in descriptor.as_dict().items()
                         if name not in self.spec.forward_only_flags)
+        object.__setattr__(self, "options", options)
         has_cell = self.spec is LSTM_CELL
-        final_states = ("state", "cell") if has_cell else ("state",)
-        saved = ("cellSequence", "zState") if has_cell else ("zState",)
+        object.__setattr__(self, "has_cell", has_cell)
+        object.__setattr__(self, "forward_inputs", _labels(self.spec.name))
         gradient_inputs = _labels(self.spec.gradient_name)
-        computed = {
-            "forward_inputs": _labels(self.spec.name),
-            "gradient_inputs": gradient_inputs,
-            "options": options,
-            "has_cell": has_cell,
-            "required": ("source", "recurrentWeight", "sourceGradient", "zState",
-                         *self.spec.gradient_required),
-            "final_states": final_states,
-            "outputs": ("h", *final_states, *saved),
-            "saved_outputs": {label: _SAVED[label] for label in gradient_inputs
-                              if label in _SAVED},
-        }
-        for name, value in computed.items():
-            object.__setattr__(self, name, value)
+        object.__setattr__(self, "gradient_inputs", gradient_inputs)
+        object.__setattr__(self, "required", ("source", "recurrentWeight", "sourceGradient",
+                                              "zState", *self.spec.gradient_required))
+        final_states = ("state", "cell") if has_cell else ("state",)
+        object.__setattr__(self, "final_states", final_states)
+        object.__setattr__(self, "differentiable_outputs", ("h", *final_states))
+        saved = ("cellSequence", "zState") if has_cell else ("zState",)
+        object.__setattr__(self, "outputs", ("h", *final_states, *saved))
+        object.__setattr__(self, "saved_outputs", {label: _SAVED[label]
+                                                   for label in gradient_inputs
+                                                   if label in _SAVED})
 
     def descriptor_options(self, descriptor: Any) -> dict[str, bool | int]:
         """The options of an rnngraph descriptor of this cell, as the op's arguments."""

@@ -45,6 +45,16 @@ def _array(where: str, value: Any, dtype: torch.dtype) -> Any:
     return as_array(where, value, dtype)
 
 
+def _forward(cell: TorchCell, tensors: Sequence[torch.Tensor | None], options: dict[str, Any],
+             training: bool) -> tuple[dict[str, Any], tuple[torch.Tensor, ...]]:
+    """The forward kernel on ``tensors`` (in ``cell.forward_inputs`` order) and ``options``:
+    all it produced (NumPy arrays, by output name), and h and the final states as tensors."""
+    bound = {**dict(zip(cell.forward_inputs, tensors)), **options,
+             _ops.TRAINING[0]: training}
+    produced = _ops.forward_arrays(cell, bound)
+    return produced, tuple(as_tensor(produced[name]) for name in cell.differentiable_outputs)
+
+
 class _Recurrent(torch.autograd.Function):
     """apply(cell, options, *the forward op's tensors in ``cell.forward_inputs`` order) -> h
     and the final states, recorded for autograd (a training forward: zState is saved).
@@ -55,9 +65,7 @@ class _Recurrent(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, cell: TorchCell, options: dict[str, Any],
                 *tensors: torch.Tensor | None) -> tuple[torch.Tensor, ...]:
-        inputs = dict(zip(cell.forward_inputs, tensors))
-        produced = _ops.forward_arrays(cell, {**inputs, **options, _ops.TRAINING[0]: True})
-        outputs = tuple(as_tensor(produced[name]) for name in ("h", *cell.final_states))
+        produced, outputs = _forward(cell, tensors, options, training=True)
         ctx.set_materialize_grads(False)  # an unused output's gradient stays None, not zeros
         ctx.cell, ctx.options, ctx.produced = cell, options, produced  # (no tensors on ctx)
         ctx.save_for_backward(*tensors, outputs[0])
@@ -67,11 +75,10 @@ class _Recurrent(torch.autograd.Function):
     def backward(ctx: Any, *grads: torch.Tensor | None) -> tuple[Any, ...]:
         cell, options, produced = ctx.cell, ctx.options, ctx.produced
         *saved, h = ctx.saved_tensors
-        grad = dict(zip(("h", *cell.final_states), grads))
-        if grad["h"] is None:  # the sequence unused (only the final states): dL/dh = 0
-            grad["h"] = np.zeros(h.shape, produced["h"].dtype)  # (an array: the kernel's)
         inputs = dict(zip(cell.forward_inputs, saved))
-        arguments = _ops.gradient_arguments(cell, inputs, {**produced, "h": h}, grad,
+        # (An unused h's gradient is None: gradient_arguments gives the kernel zeros.)
+        arguments = _ops.gradient_arguments(cell, inputs, {**produced, "h": h},
+                                            dict(zip(cell.differentiable_outputs, grads)),
                                             options["bidirectional"])
         op, dtype = cell.spec.gradient_name, h.dtype
         arrays = {label: _array(f"{op}: {label}", value, dtype)
@@ -87,9 +94,11 @@ def _records(tensors: Sequence[torch.Tensor | None]) -> bool:
 
 
 def call(cell: TorchCell, inputs: dict[str, torch.Tensor | None], options: dict[str, Any],
-         training: bool) -> tuple[torch.Tensor, ...]:
-    """The forward op on ``inputs`` (by label) and ``options``: h and the final states (the
-    op's outputs up to its saved ones).
+         training: bool | None = None) -> tuple[torch.Tensor, ...]:
+    """The forward op on ``inputs`` (by label) and ``options`` (all of ``cell.options``, as
+    ``cell.descriptor_options`` gives them): h and the final states (the op's outputs up to
+    its saved ones). ``training``: whether the forward saves zState for a backward; None (the
+    modules): whenever autograd records the call.
 
     When ``eager`` allows it, a training call goes through ``_Recurrent`` (recorded for
     autograd) and an inference call runs the kernel directly, outside autograd. Anything else
@@ -97,16 +106,14 @@ def call(cell: TorchCell, inputs: dict[str, torch.Tensor | None], options: dict[
     would record (``training=False`` with inputs that require grad): its backward refuses,
     as the op's does."""
     tensors = [inputs.get(label) for label in cell.forward_inputs]  # (None where absent)
+    recorded = _records(tensors)
+    training = recorded if training is None else training
     if eager(tensors):
-        every = {name: options.get(name, default) for name, default in cell.options}
         if training:
             outputs: tuple[torch.Tensor, ...]
-            outputs = _Recurrent.apply(cell, every, *tensors)  # type: ignore[no-untyped-call]
+            outputs = _Recurrent.apply(cell, options, *tensors)  # type: ignore[no-untyped-call]
             return outputs
-        if not _records(tensors):
-            bound = {**dict(zip(cell.forward_inputs, tensors)), **every,
-                     _ops.TRAINING[0]: False}
-            produced = _ops.forward_arrays(cell, bound)
-            return tuple(as_tensor(produced[name]) for name in ("h", *cell.final_states))
+        if not recorded:
+            return _forward(cell, tensors, options, training=False)[1]
     op = getattr(getattr(torch.ops, _ops.NAMESPACE), cell.op)
     return op(**inputs, **options, training=training)  # type: ignore[no-any-return]

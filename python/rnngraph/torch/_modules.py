@@ -130,9 +130,7 @@ class _RecurrentModule(nn.Module):
         # (A parameter off the CPU is named by the op: its fake kernel refuses mixed devices.)
         inputs: dict[str, Any] = {"source": source, **self._op_inputs(), **states,
                                   "mask": self._mask(where, mask, dtype, unbatched)}
-        needs_grad = torch.is_grad_enabled() and any(
-            t is not None and t.requires_grad for t in inputs.values())
-        outputs = _direct.call(self._cell, inputs, self._options, needs_grad)
+        outputs = _direct.call(self._cell, inputs, self._options)  # (training: if recorded)
         final = [self._torch_state(s, N, unbatched) for s in outputs[1:1 + len(states)]]
         output = outputs[0].squeeze(1) if unbatched else outputs[0]
         state: State = (final[0], final[1]) if self._cell.has_cell else final[0]

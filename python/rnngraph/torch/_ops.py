@@ -83,11 +83,6 @@ def _core_options(cell: TorchCell, options: tuple[tuple[str, Any], ...]) -> Core
     return cell.spec.options_type(**dict(options))
 
 
-def _sizes(op: str, cell: TorchCell, labels: tuple[str, ...], arrays: dict[str, Any],
-           bidirectional: bool) -> dict[str, Any]:
-    return infer_sizes(op, cell.spec, {label: arrays[label] for label in labels}, bidirectional)
-
-
 def _options(cell: TorchCell, bound: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
     return tuple((name, bound[name]) for name, _ in cell.options)
 
@@ -123,7 +118,7 @@ def forward_arrays(cell: TorchCell, bound: dict[str, Any]) -> dict[str, NDArray[
     arrays = _arrays(op, cell.forward_inputs, bound)
     options = _options(cell, bound)
     reverse, bidirectional = bound["reverse"], bound["bidirectional"]
-    sizes = _sizes(op, cell, cell.forward_inputs, arrays, bidirectional)
+    sizes = infer_sizes(op, cell.spec, arrays, bidirectional)
     with naming_memory_errors(op):
         dense = normalise(arrays, sizes, bidirectional)
     follow_torch()
@@ -153,7 +148,7 @@ def gradient_arrays(cell: TorchCell, arrays: dict[str, Any],
     gradient per given differentiable input, by label, shaped like it."""
     op = cell.spec.gradient_name
     bidirectional = bound["bidirectional"]
-    sizes = _sizes(op, cell, cell.gradient_inputs, arrays, bidirectional)
+    sizes = infer_sizes(op, cell.spec, arrays, bidirectional)
     with naming_memory_errors(op):
         dense = normalise(arrays, sizes, bidirectional)
     follow_torch()
@@ -228,10 +223,11 @@ def check_training(cell: TorchCell, training: bool) -> None:
 
 
 def gradient_arguments(cell: TorchCell, inputs: dict[str, Any], outputs: dict[str, Any],
-                       grad: dict[str, Any], bidirectional: bool) -> dict[str, Any]:
+                       grad: dict[str, torch.Tensor | None],
+                       bidirectional: bool) -> dict[str, Any]:
     """The gradient op's arguments by label: the forward op's ``inputs``, its saved
-    ``outputs`` (by output name) and the gradients ``grad`` of its outputs (by name: tensors,
-    or NumPy arrays on the direct path; None where unused, and an unused h gets zeros)."""
+    ``outputs`` (by output name) and the gradients ``grad`` of its outputs (by name; None
+    where unused)."""
     sequence_gradient = grad["h"]
     if sequence_gradient is None:  # the sequence unused (only the final states): dL/dh = 0
         source, weight = inputs["source"], inputs["recurrentWeight"]
