@@ -14,12 +14,14 @@ from typing import TYPE_CHECKING
 from rnngraph.ops import (
     activations,
     arithmetic,
+    conversion,
     indexing,
     loss,
     operands,
     optimizers,
     reductions,
     reshaping,
+    slicing,
     state,
 )
 from rnngraph.ops.operands import ones_like, record, zeros_like
@@ -97,6 +99,8 @@ RULES: dict[str, Rule] = {
     **loss.GRADIENT_RULES,
     **indexing.GRADIENT_RULES,
     **reshaping.GRADIENT_RULES,
+    **slicing.GRADIENT_RULES,
+    **conversion.GRADIENT_RULES,
     **optimizers.GRADIENT_RULES,
 }
 
@@ -135,8 +139,7 @@ def gradients(graph: Graph, of: Tensor, with_: Iterable[Tensor]) -> dict[Tensor,
         rule = RULES.get(op.kind)
         if rule is None:
             raise ValueError(f"gradients: of: depends on {op.name!r} through its inputs, but "
-                             f"there is no gradient rule for {op.kind} ops (an optimizer's "
-                             "outputs are not differentiable)")
+                             f"there is no gradient rule for {op.kind} ops")
         wanted = {label for label, t in op.inputs.items() if t is not None and t in live}
         for label, grad in rule(graph, op, grads, wanted).items():
             source = op.inputs[label]

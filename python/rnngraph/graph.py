@@ -24,6 +24,7 @@ from rnngraph.dtypes import (
 )
 from rnngraph.ops.activations import ActivationOps
 from rnngraph.ops.arithmetic import ArithmeticOps
+from rnngraph.ops.conversion import ConversionOps
 from rnngraph.ops.gru import GRUOps
 from rnngraph.ops.indexing import IndexingOps
 from rnngraph.ops.loss import LossOps
@@ -32,7 +33,9 @@ from rnngraph.ops.optimizers import OptimizerOps
 from rnngraph.ops.reductions import ReductionOps
 from rnngraph.ops.reshaping import ReshapingOps
 from rnngraph.ops.single_gate_rnn import SingleGateRNNOps
+from rnngraph.ops.slicing import SlicingOps
 from rnngraph.ops.state import StateOps
+from rnngraph.shapes import compatible, shape_text
 from rnngraph.tensor import Tensor
 
 if TYPE_CHECKING:
@@ -87,11 +90,9 @@ def _feed_array(tensor: Tensor, value: ArrayLike) -> NDArray[Any]:
     where = f"run: feed for {tensor.name!r}"
     array = _real_array(value, where)
     check_integers(array, tensor.dataType, where, "placeholder")
-    if array.ndim != len(tensor.shape) or any(
-        d is not None and d != a for d, a in zip(tensor.shape, array.shape)
-    ):
-        dims = ", ".join("?" if d is None else str(d) for d in tensor.shape)
-        raise ValueError(f"{where}: expected shape [{dims}], got {list(array.shape)}")
+    if not compatible(tensor.shape, array.shape):
+        raise ValueError(f"{where}: expected shape {shape_text(tensor.shape)}, got "
+                         f"{list(array.shape)}")
     if tensor.dataType.is_float:
         warned = tensor.graph._warned_feeds
         if tensor not in warned and _warn_if_lossy(tensor, value, array, where):
@@ -139,7 +140,8 @@ def _warn_if_lossy(tensor: Tensor, value: object, array: NDArray[Any], where: st
 
 
 class Graph(SingleGateRNNOps, LSTMOps, GRUOps, StateOps, ArithmeticOps, ActivationOps,
-            ReductionOps, LossOps, IndexingOps, ReshapingOps, OptimizerOps):
+            ReductionOps, LossOps, IndexingOps, ReshapingOps, SlicingOps, ConversionOps,
+            OptimizerOps):
     """A graph of MPSGraph ops (the recurrent ops and the ops a training step needs around
     them), built with MPSGraph's method and argument names.
 

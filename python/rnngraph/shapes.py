@@ -43,6 +43,14 @@ def compatible(a: Dims, b: Dims) -> bool:
     return len(a) == len(b) and all(x is None or y is None or x == y for x, y in zip(a, b))
 
 
+def broadcastable(shape: Dims, target: Dims) -> bool:
+    """Whether ``shape`` broadcasts to ``target`` without changing it (NumPy's rule: each
+    trailing dimension 1 or equal), or may once unknown (None) dimensions are known."""
+    return len(shape) <= len(target) and all(
+        d is None or t is None or d == 1 or d == t
+        for d, t in zip(reversed(shape), reversed(target)))
+
+
 def layout_text(layout: Layout, sizes: Sizes) -> str:
     """``[4H, H] = [512, 128]`` (or just the symbols while sizes are unknown)."""
     symbolic = "[" + ", ".join(_dim_text(d) for d in layout) + "]"
@@ -81,13 +89,7 @@ def bind(sizes: Sizes, symbol: str, value: int | None, coefficient: int = 1) -> 
 
 def check_broadcastable(op: str, label: str, shape: Dims, target: Layout, sizes: Sizes) -> None:
     """NumPy broadcasting of ``shape`` to ``target`` (each dimension 1 or equal)."""
-    target_values = [_dim_value(d, sizes) for d in target]
-    ok = len(shape) <= len(target)
-    if ok:
-        for actual, expected in zip(reversed(shape), reversed(target_values)):
-            if actual is not None and expected is not None and actual not in (1, expected):
-                ok = False
-    if not ok:
+    if not broadcastable(shape, [_dim_value(d, sizes) for d in target]):
         raise ValueError(
             f"{op}: {label}: expected a shape broadcastable to {layout_text(target, sizes)}, "
             f"got {shape_text(shape)}"

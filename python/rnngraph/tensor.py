@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from rnngraph.dtypes import DataType
+from rnngraph.shapes import shape_text
 
 if TYPE_CHECKING:
     from rnngraph._typing import Shape
@@ -79,5 +80,5 @@ class Tensor:
         return len(self.shape)
 
     def __repr__(self) -> str:
-        dims = ", ".join("?" if d is None else str(d) for d in self.shape)
-        return f"Tensor(name={self.name!r}, shape=[{dims}], dataType={self.dataType!r})"
+        return (f"Tensor(name={self.name!r}, shape={shape_text(self.shape)}, "
+                f"dataType={self.dataType!r})")

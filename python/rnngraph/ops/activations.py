@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rnngraph.ops.arithmetic import elementwise_rule, fresh, locally_constant, unary
-from rnngraph.ops.operands import axis_index, operand, record, same_type
+from rnngraph.ops.arithmetic import elementwise_rule, locally_constant, unary
+from rnngraph.ops.operands import axis_index, operand, same_type
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -57,11 +57,10 @@ def _softmax_op(graph: GraphBuilder, kind: str, name: str | None, value: Operand
                 axis: object, function: Any) -> Tensor:
     """softMax (``kind``) or the internal logSoftMax of ``value`` along ``axis``."""
     tensor = operand(graph, value, f"{kind}: with_")
-    dtype = same_type(kind, {"with_": tensor}, floats_only=True)
+    same_type(kind, {"with_": tensor}, floats_only=True)  # (before the axis, as unary would)
     index = axis_index(kind, "axis", axis, len(tensor.shape))
-    return record(graph, kind, name, {"with_": tensor},
-                  lambda a: [fresh(function(a["with_"], index), dtype.numpy)],
-                  [(tensor.shape, dtype)], {"axis": index})[0]
+    return unary(graph, kind, name, tensor, lambda x: function(x, index), floats_only=True,
+                 attrs={"axis": index})
 
 
 def log_soft_max(graph: GraphBuilder, tensor: Tensor, axis: int) -> Tensor:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from rnngraph._native import core as _core
+from rnngraph.ops.arguments import present
 from rnngraph.ops.operands import (
     broadcast_shapes,
     operand,
@@ -54,9 +55,11 @@ def fresh(result: Any, dtype: np.dtype[Any]) -> NDArray[Any]:
 
 
 def elementwise(graph: GraphBuilder, op: str, name: str | None, tensors: dict[str, Tensor],
-                function: Callable[..., Any], dtype: DataType) -> Tensor:
+                function: Callable[..., Any], dtype: DataType,
+                attrs: dict[str, Any] | None = None) -> Tensor:
     """Record ``function(*arrays)`` of ``tensors`` (by label, in argument order) as op kind
-    ``op``: its shape is their NumPy broadcast. Unknown dims are checked again at run time."""
+    ``op`` (with ``attrs``): its shape is their NumPy broadcast. Unknown dims are checked
+    again at run time."""
     labels = tuple(tensors)
     shape = broadcast_shapes(op, {label: t.shape for label, t in tensors.items()})
     numpy_dtype = dtype.numpy
@@ -69,7 +72,7 @@ def elementwise(graph: GraphBuilder, op: str, name: str | None, tensors: dict[st
         with np.errstate(all="ignore"):  # IEEE inf and nan, silently, as MPSGraph gives them
             return [fresh(function(*args), numpy_dtype)]
 
-    return record(graph, op, name, tensors, compute, [(shape, dtype)])[0]
+    return record(graph, op, name, tensors, compute, [(shape, dtype)], attrs)[0]
 
 
 def _check_broadcast(op: str, labels: tuple[str, ...], arrays: list[NDArray[Any]]) -> None:
@@ -81,11 +84,12 @@ def _check_broadcast(op: str, labels: tuple[str, ...], arrays: list[NDArray[Any]
 
 
 def unary(graph: GraphBuilder, op: str, name: str | None, value: Operand,
-          function: Callable[[Any], Any], floats_only: bool) -> Tensor:
+          function: Callable[[Any], Any], floats_only: bool,
+          attrs: dict[str, Any] | None = None) -> Tensor:
     """An elementwise op of one operand (Swift label ``with:``, Python ``with_``)."""
     tensor = operand(graph, value, f"{op}: with_")
     dtype = same_type(op, {"with_": tensor}, floats_only)
-    return elementwise(graph, op, name, {"with_": tensor}, function, dtype)
+    return elementwise(graph, op, name, {"with_": tensor}, function, dtype, attrs)
 
 
 def _binary(graph: GraphBuilder, op: str, name: str | None, primary: Operand,
@@ -266,8 +270,7 @@ def elementwise_rule(**parts: Part) -> Rule:
     shape (``unbroadcast``), and only the wanted ones are built."""
     def rule(graph: GraphBuilder, op: Operation, grads: list[Tensor | None],
              wanted: set[str]) -> dict[str, Tensor]:
-        gradient = grads[0]
-        assert gradient is not None  # one output: the walk asks only when it has a gradient
+        gradient = present(grads[0])  # one output: the walk asks only when it has a gradient
         inputs = {label: t for label, t in op.inputs.items() if t is not None}
         builder = cast("Graph", graph)
         return {label: unbroadcast(graph, part(builder, gradient, inputs, op.outputs[0]),

@@ -54,9 +54,10 @@ class IndexingOps:
         dtype = data_type("oneHot", "dataType", dataType)
         values = np.array([_fill_value("offValue", offValue, dtype),
                            _fill_value("onValue", onValue, dtype)], dtype.numpy)
+        positions = np.arange(count)
 
         def compute(arrays: dict[str, Any]) -> list[NDArray[Any]]:
-            hot = arrays["withIndicesTensor"][..., None] == np.arange(count)
+            hot = arrays["withIndicesTensor"][..., None] == positions
             return [np.ascontiguousarray(np.moveaxis(values[hot.view(np.uint8)], -1, position))]
 
         shape = list(indices.shape)
@@ -100,10 +101,14 @@ class IndexingOps:
                                  f"{shape_text(updates.shape)})")
             leading[i] = u if u is not None else k
         suffix = naming(name)
+        # the batch dimensions, all known here, were checked once above
+        batch_checked = None not in updates.shape[:batch] + indices.shape[:batch]
 
         def compute(arrays: dict[str, Any]) -> list[NDArray[Any]]:
             u, k = arrays["withUpdatesTensor"], arrays["indicesTensor"]
-            _check(u.shape, k, position, batch, suffix)
+            if not batch_checked:
+                _check_batch(u.shape, k.shape, batch, suffix)
+            _check_range(u.shape, k, position, suffix)
             if batch == 0:
                 return [np.asarray(np.take(u, k, axis=position))]  # (rank 0: a scalar)
             return [_batched(u, k, position, batch)]
@@ -136,12 +141,16 @@ def _fill_value(label: str, value: object, dtype: DataType) -> float:
     return int(whole)
 
 
-def _check(shape: tuple[int, ...], indices: NDArray[Any], axis: int, batch: int,
-           suffix: str) -> None:
-    """Run-time checks: the batch dimensions agree, every index lies in ``[0, n)``."""
-    if shape[:batch] != indices.shape[:batch]:
-        raise ValueError(f"gather: indicesTensor{suffix}: batch dimensions {list(indices.shape[:batch])}"
+def _check_batch(shape: tuple[int, ...], indices: tuple[int, ...], batch: int,
+                 suffix: str) -> None:
+    """Run-time check, while some are unknown at build time: the batch dimensions agree."""
+    if shape[:batch] != indices[:batch]:
+        raise ValueError(f"gather: indicesTensor{suffix}: batch dimensions {list(indices[:batch])}"
                          f" differ from the updates' {list(shape[:batch])}")
+
+
+def _check_range(shape: tuple[int, ...], indices: NDArray[Any], axis: int, suffix: str) -> None:
+    """Run-time check (it depends on the data): every index lies in ``[0, n)``."""
     n = shape[axis]
     if indices.size and (indices.min() < 0 or indices.max() >= n):
         bad = indices[(indices < 0) | (indices >= n)].flat[0]

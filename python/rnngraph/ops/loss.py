@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from rnngraph.ops.activations import log_soft_max, log_softmax
+from rnngraph.ops.arguments import present
 from rnngraph.ops.arithmetic import fresh
 from rnngraph.ops.operands import axis_index, operands, record, same_type
 from rnngraph.ops.reductions import inverse_count, kept_shape
@@ -96,10 +97,12 @@ class LossOps:
         shape = _same_shape(tensors["source"], tensors["labels"])
         index = axis_index(OP, "axis", axis, len(shape))
         out_shape = kept_shape(shape, (index,)) if reduction is LossReductionType.none else ()
+        # with every dimension known, _same_shape has checked them all, once
+        static = all(None not in t.shape for t in tensors.values())
 
         def compute(arrays: dict[str, Any]) -> list[NDArray[Any]]:
             x, y = arrays["source"], arrays["labels"]
-            if x.shape != y.shape:
+            if not static and x.shape != y.shape:
                 raise ValueError(f"{OP}: labels: expected source's shape {list(x.shape)}, got "
                                  f"{list(y.shape)}")
             with np.errstate(all="ignore"):
@@ -117,10 +120,8 @@ class LossOps:
 def _loss_rule(graph: GraphBuilder, op: Operation, grads: list[Tensor | None],
                wanted: set[str]) -> dict[str, Tensor]:
     g = cast("Graph", graph)
-    gradient, axis = grads[0], op.attrs["axis"]
-    assert gradient is not None
-    source, labels = op.inputs["source"], op.inputs["labels"]
-    assert source is not None and labels is not None
+    gradient, axis = present(grads[0]), op.attrs["axis"]
+    source, labels = present(op.inputs["source"]), present(op.inputs["labels"])
     if op.attrs["reduction"] is LossReductionType.mean:
         others = tuple(i for i in range(len(source.shape)) if i != axis)
         gradient = g.multiplication(gradient, inverse_count(g, source, others))

@@ -119,6 +119,20 @@ def axes_indices(op: str, label: str, axes: object, rank: int) -> tuple[int, ...
     return tuple(sorted(found))
 
 
+def axis_or_axes(op: str, axis: object, axes: object) -> tuple[str, list[object]]:
+    """Which of the overloads' labels was given (``axis=`` or ``axes=``, not both), and its
+    axes as a list (for ``axes_indices``)."""
+    if axis is not None and axes is not None:
+        raise TypeError(f"{op}: axes: give axis= or axes=, not both")
+    if axis is None and axes is None:
+        raise TypeError(f"{op}: axis: expected axis= or axes=")
+    if axis is not None:
+        return "axis", [axis]
+    if isinstance(axes, (str, bytes)) or not isinstance(axes, (Sequence, np.ndarray)):
+        raise TypeError(f"{op}: axes: expected a sequence of int axes, got {axes!r}")
+    return "axes", list(axes)
+
+
 # The attrs of an op whose result is a view of its input (reshape, transposes, slices):
 # no op writes into an input, so views are safe inside a run and cost nothing; Graph.run
 # copies such a result only when it is returned (it must not alias a feed, a variable or

@@ -6,8 +6,8 @@ Python number becomes a scalar constant of it. The state tensors (momentum, velo
 maximumVelocity) and the gradient are shaped like the values; the hyper-parameters are
 scalars or broadcast to the values' shape without growing it.
 
-The optimizers' outputs are not differentiable: ``GRADIENT_RULES`` is empty, so
-``gradients`` refuses (ValueError) a loss that depends on them.
+The optimizers' outputs are not differentiable: their rules in ``GRADIENT_RULES`` refuse
+(ValueError) a loss that depends on them.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import numpy as np
 from rnngraph._native import core as _core
 from rnngraph.ops.operands import FRESH, operand, record, same_type
 from rnngraph.ops.state import StateOps, as_variable
-from rnngraph.shapes import compatible, shape_text
+from rnngraph.shapes import broadcastable, compatible, shape_text
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -38,13 +38,6 @@ if TYPE_CHECKING:
 _STATE = ("momentum", "velocity", "maximumVelocity", "gradient")  # shaped like the values
 
 
-def _may_broadcast_into(shape: Shape, target: Shape) -> bool:
-    """Whether ``shape`` broadcasts to ``target`` without changing it, or may once unknown
-    (None) dimensions are known at run time."""
-    return len(shape) <= len(target) and all(
-        d == 1 or d is None or t is None or d == t for d, t in zip(reversed(shape), reversed(target)))
-
-
 def _shape_error(op: str, label: str, shape: Shape, target: Shape, subject: str) -> str | None:
     """Why ``label``'s ``shape`` does not fit ``target``, the shape of the ``subject``
     (``values`` or ``variable``); None when it fits or, with unknown dimensions, may fit."""
@@ -53,7 +46,7 @@ def _shape_error(op: str, label: str, shape: Shape, target: Shape, subject: str)
             return None
         return (f"{op}: {label}: expected the shape of {subject} {shape_text(target)}, got "
                 f"{shape_text(shape)}")
-    if _may_broadcast_into(shape, target):
+    if broadcastable(shape, target):
         return None
     return (f"{op}: {label}: expected a scalar or a shape that broadcasts to the shape of "
             f"{subject} {shape_text(target)}, got {shape_text(shape)}")
@@ -257,4 +250,14 @@ class OptimizerOps:
         return record(self, "adam", name, inputs, compute, [like] * count, FRESH)
 
 
-GRADIENT_RULES: dict[str, Rule] = {}  # optimizer outputs are not differentiable
+def _not_differentiable(graph: GraphBuilder, op: Operation, grads: list[Tensor | None],
+                        wanted: set[str]) -> dict[str, Tensor]:
+    raise ValueError(f"gradients: of: depends on {op.name!r} through its inputs, but there is "
+                     f"no gradient rule for {op.kind} ops (an optimizer's outputs are not "
+                     "differentiable)")
+
+
+GRADIENT_RULES: dict[str, Rule] = {
+    "stochasticGradientDescent": _not_differentiable,  # (applyStochasticGradientDescent's too)
+    "adam": _not_differentiable,
+}

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rnngraph.ops.arithmetic import elementwise_rule, fresh, locally_constant
-from rnngraph.ops.operands import axes_indices, axis_index, broadcast_like, operand, record
+from rnngraph.ops.operands import axes_indices, axis_or_axes, broadcast_like, operand, record
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -52,12 +52,10 @@ def _mean(x: NDArray[Any], axes: tuple[int, ...]) -> Any:
 
 def _reduce(graph: GraphBuilder, op: str, label: str, value: Operand, axes: object,
             axes_label: str, name: str | None, function: Any) -> Tensor:
+    """``function(array, axes)`` of ``value`` (under ``label``), its ``axes`` (given under
+    ``axes_label``) read by ``axes_indices``."""
     tensor = operand(graph, value, f"{op}: {label}")
-    rank = len(tensor.shape)
-    if axes_label == "axis":
-        found: tuple[int, ...] = (axis_index(op, "axis", axes, rank),)
-    else:
-        found = axes_indices(op, "axes", axes, rank)
+    found = axes_indices(op, axes_label, axes, len(tensor.shape))
     dtype = tensor.dataType
 
     def compute(arrays: dict[str, Any]) -> list[NDArray[Any]]:
@@ -77,12 +75,11 @@ class ReductionOps:
         as size 1, and its dataType.
 
         ``reductionSum(x [2, 3, 4], axes=[0, 2])`` -> ``[1, 3, 1]``."""
-        if (axis is None) == (axes is None):
+        if (axis is None) == (axes is None):  # (its own wording for exactly one)
             raise TypeError("reductionSum: axes: expected exactly one of axis= and axes=, "
                             f"got {'neither' if axis is None else 'both'}")
-        label = "axis" if axis is not None else "axes"
-        return _reduce(self, "reductionSum", "with_", with_, axis if axis is not None else axes,
-                       label, name,
+        label, given = axis_or_axes("reductionSum", axis, axes)
+        return _reduce(self, "reductionSum", "with_", with_, given, label, name,
                        lambda x, found: np.sum(x, axis=found, keepdims=True, dtype=x.dtype))
 
     def mean(self: GraphBuilder, of: Operand, *, axes: list[int] | tuple[int, ...],
@@ -94,9 +91,10 @@ class ReductionOps:
 
 
 def _mean_part(g: Graph, d: Tensor, x: dict[str, Tensor], y: Tensor) -> Tensor:
-    # d/dx mean = d broadcast back over the reduced axes, divided by their element count
+    # d/dx mean = d divided by the reduced axes' element count, broadcast back over them
+    # (divided first: one full-size pass)
     axes: tuple[int, ...] = y.op.attrs["axes"]
-    return g.multiplication(broadcast_like(g, d, x["of"]), inverse_count(g, x["of"], axes))
+    return broadcast_like(g, g.multiplication(d, inverse_count(g, x["of"], axes)), x["of"])
 
 
 GRADIENT_RULES: dict[str, Rule] = {

@@ -1,6 +1,5 @@
 """MPSGraph's reshape, transpose, transposeTensor, expandDims and squeeze, with their gradient
-rules (sliceTensor and concatTensors are in slicing.py, cast in conversion.py; ReshapingOps
-brings both along).
+rules (sliceTensor and concatTensors are in slicing.py, cast in conversion.py).
 
 Every op takes the four data types and dimensions unknown until run time (None). Inside a run
 the results are views of the input (operands.VIEW); Graph.run returns them as copies.
@@ -9,16 +8,13 @@ the results are views of the input (operands.VIEW); Graph.run returns them as co
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rnngraph.ops import conversion, slicing
 from rnngraph.ops.arguments import integer_argument, naming, present
-from rnngraph.ops.conversion import ConversionOps
-from rnngraph.ops.operands import VIEW, axes_indices, axis_index, operand, record
-from rnngraph.ops.slicing import SlicingOps
+from rnngraph.ops.operands import VIEW, axes_indices, axis_index, axis_or_axes, operand, record
 from rnngraph.shapes import shape_text
 
 if TYPE_CHECKING:
@@ -29,7 +25,7 @@ if TYPE_CHECKING:
     from rnngraph.tensor import Tensor
 
 
-class ReshapingOps(SlicingOps, ConversionOps):
+class ReshapingOps:
     def reshape(self: GraphBuilder, tensor: Tensor | ArrayLike, *, shape: Sequence[int],
                 name: str | None = None) -> Tensor:
         """``tensor``'s elements, in order, as ``shape``; one entry may be -1 (the size that
@@ -50,10 +46,12 @@ class ReshapingOps(SlicingOps, ConversionOps):
             raise ValueError(f"reshape: shape: at most one -1, got {list(dims)}")
         result = _reshaped(x.shape, dims, "reshape: shape")
         where = f"reshape: shape{naming(name)}"
+        static = None not in x.shape  # the counts were checked here, once
 
         def compute(arrays: dict[str, Any]) -> list[NDArray[Any]]:
             array = arrays["tensor"]
-            _reshaped(array.shape, dims, where)
+            if not static:
+                _reshaped(array.shape, dims, where)
             return [array.reshape(dims)]
 
         return record(self, "reshape", name, {"tensor": x}, compute, [(result, x.dataType)],
@@ -71,11 +69,18 @@ class ReshapingOps(SlicingOps, ConversionOps):
             ``[d(permutation[0]), ..., d(permutation[r-1])]``, same type.
         """
         x = operand(self, tensor, "transpose: tensor")
-        axes = axes_indices("transpose", "permutation", permutation, x.rank)  # sorted, distinct
-        if isinstance(permutation, (int, np.integer)) or len(axes) != x.rank:
+        single = isinstance(permutation, (int, np.integer)) and not isinstance(permutation, bool)
+        if not single and (isinstance(permutation, (str, bytes))
+                           or not isinstance(permutation, Iterable)):
+            raise TypeError(f"transpose: permutation: expected a sequence of int axes, got "
+                            f"{permutation!r}")
+        entries = [permutation] if single else list(permutation)
+        order = tuple(axis_index("transpose", "permutation", p, x.rank) for p in entries)
+        if len(set(order)) != len(order):
+            raise ValueError(f"transpose: permutation: repeated axis in {entries}")
+        if single or len(order) != x.rank:
             raise ValueError(f"transpose: permutation: expected a permutation of "
                              f"{list(range(x.rank))}, got {permutation!r}")
-        order = tuple(axis_index("transpose", "permutation", p, x.rank) for p in permutation)
         return _permuted(self, "transpose", name, x, order)
 
     def transposeTensor(self: GraphBuilder, tensor: Tensor | ArrayLike, *, dimension: int,
@@ -107,7 +112,7 @@ class ReshapingOps(SlicingOps, ConversionOps):
             rank ``r + 1`` (``r + k``) with 1 at the new positions, same type.
         """
         x = operand(self, tensor, "expandDims: tensor")
-        label, given = _axis_or_axes("expandDims", axis, axes)
+        label, given = axis_or_axes("expandDims", axis, axes)
         positions = axes_indices("expandDims", label, given, x.rank + len(given))
         shape = list(x.shape)
         for p in positions:
@@ -138,18 +143,23 @@ class ReshapingOps(SlicingOps, ConversionOps):
                                  "dimensions: name the ones to squeeze (axis= or axes=)")
             label, positions = "tensor", tuple(i for i, d in enumerate(x.shape) if d == 1)
         else:
-            label, given = _axis_or_axes("squeeze", axis, axes)
+            label, given = axis_or_axes("squeeze", axis, axes)
             positions = axes_indices("squeeze", label, given, x.rank)
         where = f"squeeze: {label}"
         _check_ones(x.shape, positions, where)
+        shape = tuple(d for i, d in enumerate(x.shape) if i not in positions)
+        static = None not in x.shape
+        checked = all(x.shape[p] is not None for p in positions)  # (here, once)
 
         def compute(arrays: dict[str, Any]) -> list[NDArray[Any]]:
             array = arrays["tensor"]
-            _check_ones(array.shape, positions, where + naming(name))
+            if static:
+                return [array.reshape(shape)]
+            if not checked:
+                _check_ones(array.shape, positions, where + naming(name))
             return [array.reshape([d for i, d in enumerate(array.shape)
-                                          if i not in positions])]
+                                   if i not in positions])]
 
-        shape = tuple(d for i, d in enumerate(x.shape) if i not in positions)
         return record(self, "squeeze", name, {"tensor": x}, compute, [(shape, x.dataType)],
                       {"axes": positions, **VIEW})[0]
 
@@ -174,19 +184,6 @@ def _permuted(graph: GraphBuilder, kind: str, name: str | None, x: Tensor,
 
     return record(graph, kind, name, {"tensor": x}, compute,
                   [(tuple(x.shape[p] for p in order), x.dataType)], {"permutation": order, **VIEW})[0]
-
-
-def _axis_or_axes(op: str, axis: object, axes: object) -> tuple[str, list[object]]:
-    """Which of the overloads' labels was given, and its axes as a list."""
-    if axis is not None and axes is not None:
-        raise TypeError(f"{op}: axes: give axis= or axes=, not both")
-    if axis is None and axes is None:
-        raise TypeError(f"{op}: axis: expected axis= or axes=")
-    if axis is not None:
-        return "axis", [axis]
-    if isinstance(axes, (str, bytes)) or not isinstance(axes, Sequence):
-        raise TypeError(f"{op}: axes: expected a sequence of int axes, got {axes!r}")
-    return "axes", list(axes)
 
 
 def _check_ones(shape: Sequence[int | None], positions: tuple[int, ...], where: str) -> None:
@@ -240,6 +237,4 @@ GRADIENT_RULES: dict[str, Rule] = {
     "transposeTensor": _transpose_rule,
     "expandDims": _expand_dims_rule,  # each is the other's inverse
     "squeeze": _squeeze_rule,
-    **slicing.GRADIENT_RULES,
-    **conversion.GRADIENT_RULES,
 }

@@ -18,6 +18,7 @@ from rnngraph.ops.arguments import integer_argument, naming, present
 from rnngraph.ops.operands import (
     VIEW,
     axis_index,
+    broadcast_shapes,
     operand,
     operands,
     record,
@@ -31,7 +32,7 @@ from rnngraph.tensor import Tensor
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
 
-    from rnngraph._typing import GraphBuilder, Rule
+    from rnngraph._typing import GraphBuilder, Rule, Shape
     from rnngraph.graph import Operation
 
 
@@ -54,12 +55,16 @@ class SlicingOps:
         first = integer_argument("sliceTensor", "start", start)
         count = integer_argument("sliceTensor", "length", length, minimum=0)
         size = x.shape[axis]
-        if size is not None:
-            _bounds(size, first, count)
         suffix = naming(name)
+        known: tuple[slice, ...] | None = None  # the entries, when checked here once
+        if size is not None:
+            low = _bounds(size, first, count)
+            known = _along(axis, low, low + count)
 
         def compute(arrays: dict[str, Any]) -> list[NDArray[Any]]:
             array = arrays["tensor"]
+            if known is not None:
+                return [array[known]]
             low = _bounds(array.shape[axis], first, count, suffix)
             return [array[_along(axis, low, low + count)]]
 
@@ -93,17 +98,27 @@ class SlicingOps:
                                  f"tensors/0, got shape {shape_text(t.shape)}")
         axis = axis_index("concatTensors", "dimension", dimension, first.rank)
         sizes = [t.shape[axis] for t in inputs.values()]
-        shape = _joined([t.shape for t in inputs.values()], axis, list(inputs))
+        shapes = {label: t.shape for label, t in inputs.items()}
+        around = _joined(shapes, axis)
         total = None if None in sizes else sum(d for d in sizes if d is not None)
-        shape = shape[:axis] + (total,) + shape[axis + 1:]
+        shape = around[:axis] + (total,) + around[axis + 1:]
         suffix, labels = naming(name), list(inputs)  # the closure keeps no Tensor
+        # With every dimension but the joined one known, the broadcast was checked here,
+        # once, and which parts it stretches is known.
+        static = all(None not in s[:axis] + s[axis + 1:] for s in shapes.values())
+        stretched = [static and _outside(s, axis) != around for s in shapes.values()]
 
         def compute(arrays: dict[str, Any]) -> list[NDArray[Any]]:
             parts = [arrays[label] for label in labels]
-            around = _joined([p.shape for p in parts], axis, labels, suffix)
-            return [np.concatenate([np.broadcast_to(p, around[:axis] + (p.shape[axis],)
-                                                    + around[axis + 1:]) for p in parts],
-                                   axis=axis)]
+            if static:
+                joined, stretch = around, stretched
+            else:
+                joined = _joined({label: p.shape for label, p in zip(labels, parts)}, axis,
+                                 suffix)
+                stretch = [_outside(p.shape, axis) != joined for p in parts]
+            return [np.concatenate(
+                [np.broadcast_to(p, joined[:axis] + (p.shape[axis],) + joined[axis + 1:])
+                 if s else p for p, s in zip(parts, stretch)], axis=axis)]
 
         return record(self, "concatTensors", name, inputs, compute, [(shape, dtype)],
                       {"dimension": axis})[0]
@@ -125,26 +140,35 @@ def _along(axis: int, low: int, high: int) -> tuple[slice, ...]:
     return (slice(None),) * axis + (slice(low, high),)
 
 
-def _joined(shapes: list[Any], axis: int, labels: list[str],
-            suffix: str = "") -> tuple[Any, ...]:
-    """The broadcast of ``shapes`` in every dimension but ``axis`` (that one set to 1): None
-    where unknown; a mismatch names the op and the first tensor that differs."""
-    result: list[int | None] = []
-    for i in range(len(shapes[0])):
-        if i == axis:
-            result.append(1)
-            continue
-        known = {s[i] for s in shapes if s[i] is not None and s[i] != 1}
-        if len(known) > 1:
-            dims = [s[i] for s in shapes]
-            first = next(d for d in dims if d is not None and d != 1)
-            odd = next(label for label, d in zip(labels, dims) if d not in (None, 1, first))
-            listed = ", ".join(f"{label} {shape_text(tuple(s))}" for label, s in zip(labels, shapes))
-            raise ValueError(f"concatTensors: {odd}{suffix}: does not broadcast against the others outside "
-                             f"dimension {axis}: {listed}")
-        result.append(known.pop() if known else (None if any(s[i] is None for s in shapes)
-                                                 else 1))
-    return tuple(result)
+def _outside(shape: Shape, axis: int) -> Shape:
+    """``shape`` with its size along ``axis`` set to 1."""
+    return shape[:axis] + (1,) + shape[axis + 1:]
+
+
+def _joined(shapes: dict[str, Shape], axis: int, suffix: str = "") -> Shape:
+    """The broadcast of ``shapes`` (by label, one rank) in every dimension but ``axis`` (that
+    one 1): None where unknown; a mismatch names the op and the first tensor that differs."""
+    try:
+        return broadcast_shapes("concatTensors", {label: _outside(s, axis)
+                                                  for label, s in shapes.items()})
+    except ValueError:
+        raise ValueError(_mismatch(shapes, axis, suffix)) from None
+
+
+def _mismatch(shapes: dict[str, Shape], axis: int, suffix: str) -> str:
+    """The error of ``shapes`` that do not broadcast outside ``axis``: it names the first
+    tensor whose size differs from the first known size (not 1) of a dimension."""
+    odd = "tensors"
+    for i in (i for i in range(len(next(iter(shapes.values())))) if i != axis):
+        dims = [s[i] for s in shapes.values()]
+        known = [d for d in dims if d is not None and d != 1]
+        differ = [label for label, d in zip(shapes, dims) if d not in (None, 1, *known[:1])]
+        if differ:
+            odd = differ[0]
+            break
+    listed = ", ".join(f"{label} {shape_text(s)}" for label, s in shapes.items())
+    return (f"concatTensors: {odd}{suffix}: does not broadcast against the others outside "
+            f"dimension {axis}: {listed}")
 
 
 # --- gradients -----------------------------------------------------------------------------
@@ -156,11 +180,15 @@ def _pad(graph: GraphBuilder, gradient: Tensor, like: Tensor, dimension: int, st
     unknown."""
     axis, size = dimension, like.shape[dimension]
     inputs = {"gradient": gradient} if size is not None else {"gradient": gradient, "like": like}
+    known = _bounds(size, start, length) if size is not None else 0  # (the slice checked it)
 
     def compute(arrays: dict[str, Any]) -> list[NDArray[Any]]:
         g = arrays["gradient"]
-        n = size if size is not None else arrays["like"].shape[axis]
-        low = _bounds(n, start, length)
+        if size is not None:
+            n, low = size, known
+        else:
+            n = arrays["like"].shape[axis]
+            low = _bounds(n, start, length)
         padded = np.zeros(g.shape[:axis] + (n,) + g.shape[axis + 1:], g.dtype)
         padded[_along(axis, low, low + length)] = g
         return [padded]
