@@ -8,9 +8,8 @@ import numpy as np
 import pytest
 
 import rnngraph as rg
-from graph_ops.helpers import FD_BOUND, fd_check, run_op
+from graph_ops.helpers import FD_BOUND, FLOATS, INTS, fd_check, run_op
 
-FLOATS = [rg.float32, rg.float64]
 TOLERANCE = {rg.float32: 2e-7, rg.float64: 1e-15}
 
 
@@ -36,7 +35,7 @@ def test_elementwise_forward(op, dtype, rng):
     np.testing.assert_allclose(got, REFERENCES[op](x), rtol=TOLERANCE[dtype], atol=0)
 
 
-@pytest.mark.parametrize("dtype", [rg.int32, rg.int64], ids=str)
+@pytest.mark.parametrize("dtype", INTS, ids=str)
 def test_relu_integers(dtype):
     x = np.array([[-3, 0, 5]], dtype.numpy)
     got = run_op(lambda g, t: g.reLU(with_=t["x"]), {"x": x}, dtype)
@@ -60,8 +59,7 @@ def test_sigmoid_extremes(dtype):
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
 def test_softmax_forward(dtype, axis, rng):
     x = rng.normal(0, 3, (2, 3, 4)).astype(dtype.numpy)
-    got = run_op(lambda g, t: g.softMax(t["x"], axis=axis), {"x": x}, dtype,
-                 {"x": (None, 3, None)})
+    got = run_op(lambda g, t: g.softMax(t["x"], axis=axis), {"x": x}, dtype, {"x": (None, 3, None)})
     assert got.dtype == dtype.numpy and got.shape == x.shape
     np.testing.assert_allclose(got, reference_softmax(x, axis), rtol=4 * TOLERANCE[dtype], atol=0)
 
@@ -92,8 +90,13 @@ def test_elementwise_gradients(op, rng):
 @pytest.mark.parametrize("axis", [0, -1, 1])
 def test_softmax_gradients(axis, rng):
     x = rng.normal(0, 1.5, (2, 3, 2))
-    error = fd_check(lambda g, t: g.softMax(t["x"], axis=axis), {"x": x}, rng,
-                     shapes={"x": (None, 3, None)}, where=f"softMax axis={axis}")
+    error = fd_check(
+        lambda g, t: g.softMax(t["x"], axis=axis),
+        {"x": x},
+        rng,
+        shapes={"x": (None, 3, None)},
+        where=f"softMax axis={axis}",
+    )
     assert error < FD_BOUND
 
     def second(g, t):
@@ -130,7 +133,9 @@ def test_errors(op, graph):
     with pytest.raises(TypeError, match=f"^{op}: name: "):
         method(g.f32, name=2, **kwargs)
     if op != "reLU":
-        with pytest.raises(TypeError, match=f"^{op}: with_: expected float32 or float64, got int32"):
+        with pytest.raises(
+            TypeError, match=f"^{op}: with_: expected float32 or float64, got int32"
+        ):
             method(g.i32, **kwargs)
 
 

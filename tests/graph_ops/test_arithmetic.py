@@ -9,24 +9,15 @@ import numpy as np
 import pytest
 
 import rnngraph as rg
-from graph_ops.helpers import FD_BOUND, fd_check, run_op
+from graph_ops.helpers import ALL, FD_BOUND, FLOATS, draw, fd_check, run_op
 
-FLOATS = [rg.float32, rg.float64]
-ALL = [rg.float32, rg.float64, rg.int32, rg.int64]
-BINARY = {"addition": np.add, "subtraction": np.subtract, "multiplication": np.multiply,
-          "division": np.true_divide}
+BINARY = {
+    "addition": np.add,
+    "subtraction": np.subtract,
+    "multiplication": np.multiply,
+    "division": np.true_divide,
+}
 PAIRS = [((2, 3), (2, 3)), ((2, 1, 3), (4, 1)), ((3,), ()), ((), (2, 2))]
-
-
-def draw(rng, shape, dtype, low=-3.0, high=3.0, away=0.0):
-    """Values of ``dtype`` in [low, high] with |x| >= away (ints: nonzero when away > 0)."""
-    if not dtype.is_float:
-        values = rng.integers(max(int(low), 1) if away else int(low), int(high) + 1, shape)
-        sign = rng.choice([-1, 1], shape) if away else 1
-        return (values * sign).astype(dtype.numpy)
-    x = rng.uniform(low, high, shape)
-    x = np.where(np.abs(x) < away, np.copysign(away, x) + x, x)
-    return x.astype(dtype.numpy)
 
 
 def trunc_divide(a, b):
@@ -35,6 +26,7 @@ def trunc_divide(a, b):
 
 # --- forward ---------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("shapes", PAIRS, ids=str)
 @pytest.mark.parametrize("dtype", ALL, ids=str)
 @pytest.mark.parametrize("op", BINARY)
@@ -42,8 +34,11 @@ def test_binary_forward(op, dtype, shapes, rng):
     a = draw(rng, shapes[0], dtype)
     b = draw(rng, shapes[1], dtype, away=0.5 if op == "division" else 0.0)
     got = run_op(lambda g, t: getattr(g, op)(t["a"], t["b"]), {"a": a, "b": b}, dtype)
-    expected = (trunc_divide(*np.broadcast_arrays(a, b)) if op == "division" and not dtype.is_float
-                else BINARY[op](a, b))
+    expected = (
+        trunc_divide(*np.broadcast_arrays(a, b))
+        if op == "division" and not dtype.is_float
+        else BINARY[op](a, b)
+    )
     assert got.dtype == dtype.numpy and got.shape == np.broadcast_shapes(a.shape, b.shape)
     np.testing.assert_array_equal(got, expected)
 
@@ -57,8 +52,7 @@ def test_integer_division_truncates_like_c():
 
 def test_numbers_take_the_tensor_type(rng):
     x = draw(rng, (2, 3), rg.float32)
-    got = run_op(lambda g, t: g.subtraction(2, g.multiplication(t["x"], 0.5)), {"x": x},
-                 rg.float32)
+    got = run_op(lambda g, t: g.subtraction(2, g.multiplication(t["x"], 0.5)), {"x": x}, rg.float32)
     assert got.dtype == np.float32
     np.testing.assert_array_equal(got, np.float32(2) - x * np.float32(0.5))
     i = np.array([[1, -2, 3]], np.int64)
@@ -68,24 +62,35 @@ def test_numbers_take_the_tensor_type(rng):
 
 def test_unknown_dims_broadcast_at_run_time(rng):
     a, b = draw(rng, (4, 2, 3), rg.float64), draw(rng, (2, 1), rg.float64)
-    got = run_op(lambda g, t: g.multiplication(t["a"], t["b"]), {"a": a, "b": b},
-                 shapes={"a": (None, 2, None), "b": (None, 1)})
+    got = run_op(
+        lambda g, t: g.multiplication(t["a"], t["b"]),
+        {"a": a, "b": b},
+        shapes={"a": (None, 2, None), "b": (None, 1)},
+    )
     np.testing.assert_array_equal(got, a * b)
     g = rg.Graph()
     x = g.placeholder([None, 3], rg.float64)
     assert g.addition(x, g.placeholder([2, 1, 1], rg.float64)).shape == (2, None, 3)
 
 
-MATMUL = [((2, 3), (3, 4)), ((5, 2, 3), (3, 4)), ((2, 3), (5, 3, 4)), ((2, 1, 2, 3), (3, 3, 2)),
-          ((1, 1), (1, 1))]
+MATMUL = [
+    ((2, 3), (3, 4)),
+    ((5, 2, 3), (3, 4)),
+    ((2, 3), (5, 3, 4)),
+    ((2, 1, 2, 3), (3, 3, 2)),
+    ((1, 1), (1, 1)),
+]
 
 
 @pytest.mark.parametrize("shapes", MATMUL, ids=str)
 @pytest.mark.parametrize("dtype", ALL, ids=str)
 def test_matrix_multiplication_forward(dtype, shapes, rng):
     a, b = draw(rng, shapes[0], dtype), draw(rng, shapes[1], dtype)
-    got = run_op(lambda g, t: g.matrixMultiplication(primary=t["a"], secondary=t["b"]),
-                 {"a": a, "b": b}, dtype)
+    got = run_op(
+        lambda g, t: g.matrixMultiplication(primary=t["a"], secondary=t["b"]),
+        {"a": a, "b": b},
+        dtype,
+    )
     expected = np.matmul(a, b)
     assert got.dtype == dtype.numpy and got.shape == expected.shape
     np.testing.assert_allclose(got, expected, rtol=1e-6 if dtype == rg.float32 else 1e-14)
@@ -100,14 +105,20 @@ def test_matrix_multiplication_shapes_and_positional_use():
     assert c.name == "product"
 
 
-UNARY = {"square": (np.square, -3, 3), "squareRoot": (np.sqrt, 0.1, 4),
-         "exponent": (np.exp, -3, 3), "logarithm": (np.log, 0.1, 4),
-         "negative": (np.negative, -3, 3)}
+UNARY = {
+    "square": (np.square, -3, 3),
+    "squareRoot": (np.sqrt, 0.1, 4),
+    "exponent": (np.exp, -3, 3),
+    "logarithm": (np.log, 0.1, 4),
+    "negative": (np.negative, -3, 3),
+}
 
 
-@pytest.mark.parametrize(("op", "dtype"), [
-    (op, dtype) for op in UNARY for dtype in (ALL if op in ("square", "negative") else FLOATS)],
-    ids=str)
+@pytest.mark.parametrize(
+    ("op", "dtype"),
+    [(op, dtype) for op in UNARY for dtype in (ALL if op in ("square", "negative") else FLOATS)],
+    ids=str,
+)
 def test_unary_forward(op, dtype, rng):
     """Ints for square and negative; the others take floats only (errors below)."""
     function, low, high = UNARY[op]
@@ -131,9 +142,14 @@ def test_ieee_results_without_warnings():
 
 @pytest.mark.parametrize("dtype", ALL, ids=str)
 def test_clamp_forward(dtype, rng):
-    t, lo, hi = draw(rng, (2, 3), dtype), draw(rng, (3,), dtype, -2, 0), draw(rng, (2, 1), dtype, 0, 2)
-    got = run_op(lambda g, x: g.clamp(x["t"], min=x["lo"], max=x["hi"]),
-                 {"t": t, "lo": lo, "hi": hi}, dtype)
+    t, lo, hi = (
+        draw(rng, (2, 3), dtype),
+        draw(rng, (3,), dtype, -2, 0),
+        draw(rng, (2, 1), dtype, 0, 2),
+    )
+    got = run_op(
+        lambda g, x: g.clamp(x["t"], min=x["lo"], max=x["hi"]), {"t": t, "lo": lo, "hi": hi}, dtype
+    )
     assert got.dtype == dtype.numpy
     np.testing.assert_array_equal(got, np.minimum(np.maximum(t, lo), hi))
     got = run_op(lambda g, x: g.clamp(x["t"], min=-1, max=1), {"t": t}, dtype)
@@ -159,13 +175,15 @@ def test_select_forward(dtype, predicate_type, rng):
 
 # --- gradients ---------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("shapes", PAIRS + [((2, 1, 3), (2, 3))], ids=str)
 @pytest.mark.parametrize("op", BINARY)
 def test_binary_gradients(op, shapes, rng):
     a = draw(rng, shapes[0], rg.float64, away=0.5)
     b = draw(rng, shapes[1], rg.float64, away=0.5)
-    error = fd_check(lambda g, t: getattr(g, op)(t["a"], t["b"]), {"a": a, "b": b}, rng,
-                     where=f"{op} {shapes}")
+    error = fd_check(
+        lambda g, t: getattr(g, op)(t["a"], t["b"]), {"a": a, "b": b}, rng, where=f"{op} {shapes}"
+    )
     assert error < FD_BOUND
 
 
@@ -173,8 +191,13 @@ def test_binary_gradients(op, shapes, rng):
 def test_binary_gradients_unknown_dims(op, rng):
     """The broadcast operand's gradient is summed over axes known only at run time."""
     a, b = draw(rng, (3, 2, 2), rg.float64, away=0.5), draw(rng, (2, 1), rg.float64, away=0.5)
-    error = fd_check(lambda g, t: getattr(g, op)(t["a"], t["b"]), {"a": a, "b": b}, rng,
-                     shapes={"a": (None, 2, None), "b": (None, 1)}, where=f"{op} unknown dims")
+    error = fd_check(
+        lambda g, t: getattr(g, op)(t["a"], t["b"]),
+        {"a": a, "b": b},
+        rng,
+        shapes={"a": (None, 2, None), "b": (None, 1)},
+        where=f"{op} unknown dims",
+    )
     assert error < FD_BOUND
 
 
@@ -194,16 +217,24 @@ def test_binary_second_order(op, rng):
 @pytest.mark.parametrize("shapes", MATMUL, ids=str)
 def test_matrix_multiplication_gradients(shapes, rng):
     a, b = draw(rng, shapes[0], rg.float64), draw(rng, shapes[1], rg.float64)
-    error = fd_check(lambda g, t: g.matrixMultiplication(primary=t["a"], secondary=t["b"]),
-                     {"a": a, "b": b}, rng, where=f"matrixMultiplication {shapes}")
+    error = fd_check(
+        lambda g, t: g.matrixMultiplication(primary=t["a"], secondary=t["b"]),
+        {"a": a, "b": b},
+        rng,
+        where=f"matrixMultiplication {shapes}",
+    )
     assert error < FD_BOUND
 
 
 def test_matrix_multiplication_gradients_unknown_dims_and_second_order(rng):
     a, b = draw(rng, (2, 2, 3), rg.float64), draw(rng, (3, 2), rg.float64)
-    error = fd_check(lambda g, t: g.matrixMultiplication(t["a"], t["b"]), {"a": a, "b": b},
-                     rng, shapes={"a": (None, 2, 3), "b": (3, None)},
-                     where="matrixMultiplication unknown dims")
+    error = fd_check(
+        lambda g, t: g.matrixMultiplication(t["a"], t["b"]),
+        {"a": a, "b": b},
+        rng,
+        shapes={"a": (None, 2, 3), "b": (3, None)},
+        where="matrixMultiplication unknown dims",
+    )
     assert error < FD_BOUND
 
     def build(g, t):
@@ -211,8 +242,9 @@ def test_matrix_multiplication_gradients_unknown_dims_and_second_order(rng):
         loss = g.reductionSum(g.square(out), axes=[0, 1, 2])
         return g.gradients(of=loss, with_=[t["b"]])[t["b"]]
 
-    assert fd_check(build, {"a": a, "b": b}, rng,
-                    where="matrixMultiplication second order") < FD_BOUND
+    assert (
+        fd_check(build, {"a": a, "b": b}, rng, where="matrixMultiplication second order") < FD_BOUND
+    )
 
 
 @pytest.mark.parametrize("op", UNARY)
@@ -233,12 +265,20 @@ def test_clamp_gradients(rng):
     lo = np.array([-1.0, -0.6, -0.3])
     hi = np.array([[0.4], [0.9]])
     t = np.array([[-1.5, -0.2, 0.1], [0.7, 1.2, -0.8]])
-    error = fd_check(lambda g, x: g.clamp(x["t"], min=x["lo"], max=x["hi"]),
-                     {"t": t, "lo": lo, "hi": hi}, rng, where="clamp")
+    error = fd_check(
+        lambda g, x: g.clamp(x["t"], min=x["lo"], max=x["hi"]),
+        {"t": t, "lo": lo, "hi": hi},
+        rng,
+        where="clamp",
+    )
     assert error < FD_BOUND
     # min > max: the result is max (MPSGraph's min(max(t, lo), hi)), its gradient goes there
-    error = fd_check(lambda g, x: g.clamp(x["t"], min=x["lo"], max=x["hi"]),
-                     {"t": t, "lo": lo + 2, "hi": hi}, rng, where="clamp min > max")
+    error = fd_check(
+        lambda g, x: g.clamp(x["t"], min=x["lo"], max=x["hi"]),
+        {"t": t, "lo": lo + 2, "hi": hi},
+        rng,
+        where="clamp min > max",
+    )
     assert error < FD_BOUND
 
 
@@ -256,8 +296,9 @@ def test_select_gradients(rng):
     t, f = draw(rng, (2, 3), rg.float64), draw(rng, (3,), rg.float64)
 
     def build(g, x):
-        return g.select(g.constant(p.astype(np.int32), dataType=rg.int32), trueTensor=x["t"],
-                        falseTensor=x["f"])
+        return g.select(
+            g.constant(p.astype(np.int32), dataType=rg.int32), trueTensor=x["t"], falseTensor=x["f"]
+        )
 
     assert fd_check(build, {"t": t, "f": f}, rng, where="select") < FD_BOUND
     # a float predicate on the path gets no gradient (it is piecewise constant)
@@ -274,8 +315,10 @@ def test_float32_gradients_stay_float32(rng):
     a, b = g.placeholder([2, 3], rg.float32), g.placeholder([3], rg.float32)
     out = g.division(g.matrixMultiplication(a, g.constant(np.ones((3, 3)), dataType=rg.float32)), b)
     grads = g.gradients(of=out, with_=[a, b])
-    got = g.run(feeds={a: np.ones((2, 3), np.float32), b: np.full(3, 2.0, np.float32)},
-                targetTensors=list(grads.values()))
+    got = g.run(
+        feeds={a: np.ones((2, 3), np.float32), b: np.full(3, 2.0, np.float32)},
+        targetTensors=list(grads.values()),
+    )
     assert [v.dtype for v in got.values()] == [np.float32, np.float32]
     # d/db sum((a·1) / b) = -sum_rows(3) / b² = -2·3 / 4
     np.testing.assert_allclose(got[grads[b]], np.full(3, -1.5), rtol=1e-6)
@@ -283,22 +326,30 @@ def test_float32_gradients_stay_float32(rng):
 
 # --- errors ------------------------------------------------------------------------------------
 
+
 def tensors():
     g = rg.Graph()
-    return g, g.placeholder([2, 3], rg.float32), g.placeholder([2, 3], rg.float64), \
-        g.placeholder([2, 3], rg.int32)
+    return (
+        g,
+        g.placeholder([2, 3], rg.float32),
+        g.placeholder([2, 3], rg.float64),
+        g.placeholder([2, 3], rg.int32),
+    )
 
 
 @pytest.mark.parametrize("op", BINARY)
 def test_binary_errors(op):
     g, f32, f64, i32 = tensors()
     other = rg.Graph()
-    cases = [(("x", f32), TypeError, "primaryTensor: "), ((f32, None), TypeError, "secondaryTensor: "),
-             ((f32, f64), TypeError, "secondaryTensor: expected dataType float32"),
-             ((i32, 2.5), TypeError, "secondaryTensor: value: expected integers"),
-             ((i32, 2**40), ValueError, "secondaryTensor: value: values outside the range of int32"),
-             ((f32, g.placeholder([4], rg.float32)), ValueError, "shapes do not broadcast: "),
-             ((other.placeholder([2, 3], rg.float32), f32), ValueError, "primaryTensor: .*another")]
+    cases = [
+        (("x", f32), TypeError, "primaryTensor: "),
+        ((f32, None), TypeError, "secondaryTensor: "),
+        ((f32, f64), TypeError, "secondaryTensor: expected dataType float32"),
+        ((i32, 2.5), TypeError, "secondaryTensor: value: expected integers"),
+        ((i32, 2**40), ValueError, "secondaryTensor: value: values outside the range of int32"),
+        ((f32, g.placeholder([4], rg.float32)), ValueError, "shapes do not broadcast: "),
+        ((other.placeholder([2, 3], rg.float32), f32), ValueError, "primaryTensor: .*another"),
+    ]
     for args, error, message in cases:
         with pytest.raises(error, match=f"^{op}: {message}"):
             getattr(g, op)(*args)
@@ -326,8 +377,11 @@ def test_run_time_errors():
     g = rg.Graph()
     a, b = g.placeholder([None], rg.float32), g.placeholder([3], rg.float32)
     out = g.addition(a, b)
-    with pytest.raises(ValueError, match=r"^addition: shapes do not broadcast at run time: "
-                                         r"primaryTensor \[2\], secondaryTensor \[3\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"^addition: shapes do not broadcast at run time: "
+        r"primaryTensor \[2\], secondaryTensor \[3\]",
+    ):
         g.run(feeds={a: np.ones(2, np.float32), b: np.ones(3, np.float32)}, targetTensors=[out])
     i, j = g.placeholder([2], rg.int32), g.placeholder([2], rg.int32)
     out = g.division(i, j)
@@ -335,65 +389,156 @@ def test_run_time_errors():
         g.run(feeds={i: [1, 2], j: [1, 0]}, targetTensors=[out])
     m, n = g.placeholder([2, None], rg.float32), g.placeholder([3, 2], rg.float32)
     out = g.matrixMultiplication(m, n)
-    with pytest.raises(ValueError, match=r"^matrixMultiplication: shapes do not match at run "
-                                         r"time: primary \[2, 2\], secondary \[3, 2\]"):
-        g.run(feeds={m: np.ones((2, 2), np.float32), n: np.ones((3, 2), np.float32)},
-              targetTensors=[out])
+    with pytest.raises(
+        ValueError,
+        match=r"^matrixMultiplication: shapes do not match at run "
+        r"time: primary \[2, 2\], secondary \[3, 2\]",
+    ):
+        g.run(
+            feeds={m: np.ones((2, 2), np.float32), n: np.ones((3, 2), np.float32)},
+            targetTensors=[out],
+        )
 
 
-BUILD_ERRORS = [
-    ("matrixMultiplication", lambda g, f, d, i: g.matrixMultiplication("x", f), TypeError,
-     "primary: "),
-    ("matrixMultiplication", lambda g, f, d, i: g.matrixMultiplication(primary=f,
-                                                                       secondary=[["a"]]),
-     TypeError, "secondary: "),
-    ("matrixMultiplication", lambda g, f, d, i: g.matrixMultiplication(
-        g.placeholder([3], rg.float32), f), ValueError, "primary: expected rank >= 2"),
-    ("matrixMultiplication", lambda g, f, d, i: g.matrixMultiplication(
-        f, g.placeholder([3], rg.float32)), ValueError, "secondary: expected rank >= 2"),
-    ("matrixMultiplication", lambda g, f, d, i: g.matrixMultiplication(f, f), ValueError,
-     r"secondary: expected \[\.\.\., 3, N\]"),
-    ("matrixMultiplication", lambda g, f, d, i: g.matrixMultiplication(
-        f, g.placeholder([3, 2], rg.float64)), TypeError, "secondary: expected dataType"),
-    ("matrixMultiplication", lambda g, f, d, i: g.matrixMultiplication(
-        g.placeholder([2, 2, 3], rg.float32), g.placeholder([3, 3, 2], rg.float32)), ValueError,
-     "shapes do not broadcast: "),
-    ("matrixMultiplication", lambda g, f, d, i: g.matrixMultiplication(
-        f, g.placeholder([3, 2], rg.float32), name=1), TypeError, "name: "),
-    ("clamp", lambda g, f, d, i: g.clamp("x", min=0.0, max=1.0), TypeError, "tensor: "),
-    ("clamp", lambda g, f, d, i: g.clamp(f, min="0", max=1.0), TypeError, "min: "),
-    ("clamp", lambda g, f, d, i: g.clamp(f, min=0.0, max=None), TypeError, "max: "),
-    ("clamp", lambda g, f, d, i: g.clamp(f, min=d, max=1.0), TypeError,
-     "min: expected dataType float32"),
-    ("clamp", lambda g, f, d, i: g.clamp(i, min=0, max=f), TypeError,
-     "max: expected dataType int32"),
-    ("clamp", lambda g, f, d, i: g.clamp(f, min=0.0, max=g.placeholder([2], rg.float32)),
-     ValueError, "shapes do not broadcast: "),
-    ("clamp", lambda g, f, d, i: g.clamp(f, min=0.0, max=1.0, name=1), TypeError, "name: "),
-    ("select", lambda g, f, d, i: g.select("x", trueTensor=f, falseTensor=f), TypeError,
-     "predicate: "),
-    ("select", lambda g, f, d, i: g.select(i, trueTensor=None, falseTensor=f), TypeError,
-     "trueTensor: "),
-    ("select", lambda g, f, d, i: g.select(i, trueTensor=f, falseTensor="y"), TypeError,
-     "falseTensor: "),
-    ("select", lambda g, f, d, i: g.select(i, trueTensor=f, falseTensor=i), TypeError,
-     "falseTensor: expected dataType float32"),
-    ("select", lambda g, f, d, i: g.select(g.placeholder([4, 1, 1], rg.int32), trueTensor=f,
-                                           falseTensor=g.placeholder([3, 1, 1], rg.float32)),
-     ValueError, "shapes do not broadcast: "),
-    ("select", lambda g, f, d, i: g.select(i, trueTensor=f, falseTensor=f, name=1), TypeError,
-     "name: "),
-] + [(op, lambda g, f, d, i, op=op, bad=bad: getattr(g, op)(bad), TypeError, "with_: ")
-     for op in UNARY for bad in ("x", None)] + [
-    (op, lambda g, f, d, i, op=op: getattr(g, op)(f, name=1), TypeError, "name: ")
-    for op in UNARY] + [
-    (op, lambda g, f, d, i, op=op: getattr(g, op)(i), TypeError,
-     "with_: expected float32 or float64, got int32")
-    for op in ("squareRoot", "exponent", "logarithm")]
+BUILD_ERRORS = (
+    [
+        (
+            "matrixMultiplication",
+            lambda g, f, d, i: g.matrixMultiplication("x", f),
+            TypeError,
+            "primary: ",
+        ),
+        (
+            "matrixMultiplication",
+            lambda g, f, d, i: g.matrixMultiplication(primary=f, secondary=[["a"]]),
+            TypeError,
+            "secondary: ",
+        ),
+        (
+            "matrixMultiplication",
+            lambda g, f, d, i: g.matrixMultiplication(g.placeholder([3], rg.float32), f),
+            ValueError,
+            "primary: expected rank >= 2",
+        ),
+        (
+            "matrixMultiplication",
+            lambda g, f, d, i: g.matrixMultiplication(f, g.placeholder([3], rg.float32)),
+            ValueError,
+            "secondary: expected rank >= 2",
+        ),
+        (
+            "matrixMultiplication",
+            lambda g, f, d, i: g.matrixMultiplication(f, f),
+            ValueError,
+            r"secondary: expected \[\.\.\., 3, N\]",
+        ),
+        (
+            "matrixMultiplication",
+            lambda g, f, d, i: g.matrixMultiplication(f, g.placeholder([3, 2], rg.float64)),
+            TypeError,
+            "secondary: expected dataType",
+        ),
+        (
+            "matrixMultiplication",
+            lambda g, f, d, i: g.matrixMultiplication(
+                g.placeholder([2, 2, 3], rg.float32), g.placeholder([3, 3, 2], rg.float32)
+            ),
+            ValueError,
+            "shapes do not broadcast: ",
+        ),
+        (
+            "matrixMultiplication",
+            lambda g, f, d, i: g.matrixMultiplication(f, g.placeholder([3, 2], rg.float32), name=1),
+            TypeError,
+            "name: ",
+        ),
+        ("clamp", lambda g, f, d, i: g.clamp("x", min=0.0, max=1.0), TypeError, "tensor: "),
+        ("clamp", lambda g, f, d, i: g.clamp(f, min="0", max=1.0), TypeError, "min: "),
+        ("clamp", lambda g, f, d, i: g.clamp(f, min=0.0, max=None), TypeError, "max: "),
+        (
+            "clamp",
+            lambda g, f, d, i: g.clamp(f, min=d, max=1.0),
+            TypeError,
+            "min: expected dataType float32",
+        ),
+        (
+            "clamp",
+            lambda g, f, d, i: g.clamp(i, min=0, max=f),
+            TypeError,
+            "max: expected dataType int32",
+        ),
+        (
+            "clamp",
+            lambda g, f, d, i: g.clamp(f, min=0.0, max=g.placeholder([2], rg.float32)),
+            ValueError,
+            "shapes do not broadcast: ",
+        ),
+        ("clamp", lambda g, f, d, i: g.clamp(f, min=0.0, max=1.0, name=1), TypeError, "name: "),
+        (
+            "select",
+            lambda g, f, d, i: g.select("x", trueTensor=f, falseTensor=f),
+            TypeError,
+            "predicate: ",
+        ),
+        (
+            "select",
+            lambda g, f, d, i: g.select(i, trueTensor=None, falseTensor=f),
+            TypeError,
+            "trueTensor: ",
+        ),
+        (
+            "select",
+            lambda g, f, d, i: g.select(i, trueTensor=f, falseTensor="y"),
+            TypeError,
+            "falseTensor: ",
+        ),
+        (
+            "select",
+            lambda g, f, d, i: g.select(i, trueTensor=f, falseTensor=i),
+            TypeError,
+            "falseTensor: expected dataType float32",
+        ),
+        (
+            "select",
+            lambda g, f, d, i: g.select(
+                g.placeholder([4, 1, 1], rg.int32),
+                trueTensor=f,
+                falseTensor=g.placeholder([3, 1, 1], rg.float32),
+            ),
+            ValueError,
+            "shapes do not broadcast: ",
+        ),
+        (
+            "select",
+            lambda g, f, d, i: g.select(i, trueTensor=f, falseTensor=f, name=1),
+            TypeError,
+            "name: ",
+        ),
+    ]
+    + [
+        (op, lambda g, f, d, i, op=op, bad=bad: getattr(g, op)(bad), TypeError, "with_: ")
+        for op in UNARY
+        for bad in ("x", None)
+    ]
+    + [
+        (op, lambda g, f, d, i, op=op: getattr(g, op)(f, name=1), TypeError, "name: ")
+        for op in UNARY
+    ]
+    + [
+        (
+            op,
+            lambda g, f, d, i, op=op: getattr(g, op)(i),
+            TypeError,
+            "with_: expected float32 or float64, got int32",
+        )
+        for op in ("squareRoot", "exponent", "logarithm")
+    ]
+)
 
 
-@pytest.mark.parametrize(("op", "build", "error", "message"), BUILD_ERRORS,
-                         ids=[f"{c[0]}-{c[3]}" for c in BUILD_ERRORS])
+@pytest.mark.parametrize(
+    ("op", "build", "error", "message"), BUILD_ERRORS, ids=[f"{c[0]}-{c[3]}" for c in BUILD_ERRORS]
+)
 def test_build_errors(op, build, error, message):
     g, f32, f64, i32 = tensors()
     with pytest.raises(error, match=f"^{op}: {message}"):

@@ -8,15 +8,16 @@ import pickle
 import numpy as np
 import pytest
 
+from graph_ops.helpers import numpy_adam
 from rnngraph._native import core
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("shape", [(5, 3, 4), (1, 7, 1), (0, 3, 2), (4, 0, 3), (3, 2, 0),
-                                   (300, 40, 70)], ids=str)
-def test_matmul_equals_numpy_for_dense_and_transposed_operands(dtype, shape):
+@pytest.mark.parametrize(
+    "shape", [(5, 3, 4), (1, 7, 1), (0, 3, 2), (4, 0, 3), (3, 2, 0), (300, 40, 70)], ids=str
+)
+def test_matmul_equals_numpy_for_dense_and_transposed_operands(dtype, shape, rng):
     m, k, n = shape
-    rng = np.random.default_rng(0)
     a, b = rng.standard_normal((m, k)).astype(dtype), rng.standard_normal((k, n)).astype(dtype)
     rtol = 1e-5 if dtype == np.float32 else 1e-12
     for x in (a, np.ascontiguousarray(a.T).T):  # dense, and a transposed view
@@ -39,30 +40,22 @@ def test_matmul_refuses_what_it_cannot_read():
         core.matmul(np.ones((2, 3)), np.ones((4, 2)))
 
 
-def _numpy_adam(x, m, v, vmax, g, lr, b1, b2, eps):
-    """Apple's Adam, as docs/training.md states it (NumPy, in x's dtype)."""
-    m = b1 * m + g * (1 - b1)
-    v = b2 * v + (g * g) * (1 - b2)
-    outputs = [m, v]
-    den = v
-    if vmax is not None:
-        den = np.maximum(vmax, v)
-        outputs.append(den)
-    return [x - (lr * m) / (np.sqrt(den) + eps), *outputs]
-
-
 @pytest.mark.parametrize("amsgrad", [False, True], ids=["adam", "amsgrad"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_fused_adam_equals_the_formula_at_every_thread_count(dtype, amsgrad):
+def test_fused_adam_equals_the_formula_at_every_thread_count(dtype, amsgrad, rng):
     import rnngraph as rg
 
-    rng = np.random.default_rng(3)
     shape = (300, 257)  # several blocks of the fused pass
     x, m, g = (rng.standard_normal(shape).astype(dtype) for _ in range(3))
     v = rng.random(shape).astype(dtype)
     vmax = rng.random(shape).astype(dtype) if amsgrad else None
     hyper = [dtype(0.01), dtype(0.9), dtype(0.999), dtype(1e-8)]
-    expected = _numpy_adam(x, m, v, vmax, g, *hyper)
+    state = {"values": x, "momentum": m, "velocity": v}
+    if amsgrad:
+        state["maximumVelocity"] = vmax
+    # the fused step is given the current rate: uncorrected, in x's dtype; its outputs are the
+    # state's keys in order
+    expected = list(numpy_adam(state, [g], *hyper, corrected=False, dtype=None)[0].values())
     before = rg.get_num_threads()
     results = []
     try:
@@ -96,10 +89,9 @@ def test_fused_adam_propagates_nan_like_numpy_and_refuses_other_layouts():
         core.adam_update(np.zeros(4, np.int32), x, x, None, x, 0.1, 0.9, 0.999, 1e-8)
 
 
-def test_arrays_that_went_through_pickle_are_accepted():
+def test_arrays_that_went_through_pickle_are_accepted(rng):
     """An unpickled array's dtype equals float32 without being the same object (a feed from
     a worker process or a checkpoint): matmul and the fused Adam step take it like any."""
-    rng = np.random.default_rng(3)
     a, b = (pickle.loads(pickle.dumps(rng.random(s, dtype=np.float32))) for s in ((3, 4), (4, 2)))
     np.testing.assert_allclose(core.matmul(a, b), a @ b, rtol=1e-6)
     x = pickle.loads(pickle.dumps(np.ones(4, np.float32)))

@@ -9,17 +9,8 @@ import numpy as np
 import pytest
 
 import rnngraph as rg
-from graph_ops.helpers import FD_BOUND, fd_check, run_op
+from graph_ops.helpers import ALL, FD_BOUND, FLOATS, INTS, draw, fd_check, run_op
 from rnngraph.ops import indexing
-
-TYPES = [pytest.param(t, id=t.value) for t in (rg.float32, rg.float64, rg.int32, rg.int64)]
-INDEX_TYPES = [pytest.param(t, id=t.value) for t in (rg.int32, rg.int64)]
-
-
-def values(rng, shape, dtype):
-    if dtype.is_float:
-        return rng.standard_normal(shape).astype(dtype.numpy)
-    return rng.integers(-9, 10, shape).astype(dtype.numpy)
 
 
 def reference_one_hot(indices, depth, axis, on=1.0, off=0.0):
@@ -34,7 +25,7 @@ def reference_one_hot(indices, depth, axis, on=1.0, off=0.0):
 def reference_gather(updates, indices, axis, batch):
     """MPSGraph's definition, one batch entry at a time: res[b] = take(updates[b],
     indices[b], axis - B)."""
-    shape = updates.shape[:axis] + indices.shape[batch:] + updates.shape[axis + 1:]
+    shape = updates.shape[:axis] + indices.shape[batch:] + updates.shape[axis + 1 :]
     out = np.zeros(shape, updates.dtype)
     for b in np.ndindex(updates.shape[:batch]):
         out[b] = np.take(updates[b], indices[b], axis=axis - batch)
@@ -43,11 +34,13 @@ def reference_gather(updates, indices, axis, batch):
 
 # --- oneHot --------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("index_type", INDEX_TYPES)
-@pytest.mark.parametrize("shape, axis", [((), -1), ((4,), -1), ((2, 3), -1), ((2, 3), 0),
-                                         ((2, 3), 1), ((2, 3), -3)],
-                         ids=["scalar", "[4]", "[2,3]", "[2,3]-axis0", "[2,3]-axis1",
-                              "[2,3]-axis-3"])
+
+@pytest.mark.parametrize("index_type", INTS, ids=str)
+@pytest.mark.parametrize(
+    "shape, axis",
+    [((), -1), ((4,), -1), ((2, 3), -1), ((2, 3), 0), ((2, 3), 1), ((2, 3), -3)],
+    ids=["scalar", "[4]", "[2,3]", "[2,3]-axis0", "[2,3]-axis1", "[2,3]-axis-3"],
+)
 def test_one_hot(rng, index_type, shape, axis):
     indices = rng.integers(-2, 7, shape).astype(index_type.numpy)  # some outside [0, 5)
     g = rg.Graph()
@@ -69,16 +62,19 @@ def test_one_hot_out_of_range_rows_are_all_off_value():
     np.testing.assert_array_equal(result[[2, 3, 4]], 0)
 
 
-@pytest.mark.parametrize("dataType, on, off", [(rg.float64, 2.5, -1.0), (rg.int32, 7, -2),
-                                               (rg.int64, 1, 0), (np.float32, 3, 0.5)],
-                         ids=["float64", "int32", "int64", "np.float32"])
+@pytest.mark.parametrize(
+    "dataType, on, off",
+    [(rg.float64, 2.5, -1.0), (rg.int32, 7, -2), (rg.int64, 1, 0), (np.float32, 3, 0.5)],
+    ids=["float64", "int32", "int64", "np.float32"],
+)
 def test_one_hot_data_type_and_values(dataType, on, off):
     indices = np.array([[1, 0], [2, 9]], np.int64)
     g = rg.Graph()
     t = g.placeholder((None, 2), rg.int64)
     out = g.oneHot(t, depth=3, axis=1, dataType=dataType, onValue=on, offValue=off)
-    dtype = rg.DataType[np.dtype(dataType.numpy if isinstance(dataType, rg.DataType)
-                                 else dataType).name]
+    dtype = rg.DataType[
+        np.dtype(dataType.numpy if isinstance(dataType, rg.DataType) else dataType).name
+    ]
     assert out.dataType == dtype and out.shape == (None, 3, 2)
     result = g.run(feeds={t: indices}, targetTensors=[out])[out]
     assert result.dtype == dtype.numpy
@@ -109,15 +105,23 @@ GATHERS = [  # updates shape, indices shape, axis, batchDimensions
     ((2, 3, 5, 2), (2, 4, 1), 2, 1),
     ((2, 5), (2,), 1, 1),
 ]
-GATHER_IDS = ["[5,3]x[4]", "embedding", "scalar-index", "axis-1", "batch1", "batch2",
-              "batch1-axis2", "batch1-rank0-picks"]
+GATHER_IDS = [
+    "[5,3]x[4]",
+    "embedding",
+    "scalar-index",
+    "axis-1",
+    "batch1",
+    "batch2",
+    "batch1-axis2",
+    "batch1-rank0-picks",
+]
 
 
-@pytest.mark.parametrize("dtype", TYPES)
-@pytest.mark.parametrize("index_type", INDEX_TYPES)
+@pytest.mark.parametrize("dtype", ALL, ids=str)
+@pytest.mark.parametrize("index_type", INTS, ids=str)
 @pytest.mark.parametrize("updates_shape, indices_shape, axis, batch", GATHERS, ids=GATHER_IDS)
 def test_gather(rng, dtype, index_type, updates_shape, indices_shape, axis, batch):
-    updates = values(rng, updates_shape, dtype)
+    updates = draw(rng, updates_shape, dtype, -9, 9)
     n = updates_shape[axis]
     indices = rng.integers(0, n, indices_shape).astype(index_type.numpy)
     g = rg.Graph()
@@ -146,47 +150,74 @@ def test_gather_with_unknown_dimensions(rng):
     np.testing.assert_array_equal(r[plain], updates[:, [[0, 4]]])
 
 
-@pytest.mark.parametrize("bad", [5, -1, 2 ** 31 - 1], ids=["n", "-1", "int32-max"])
+@pytest.mark.parametrize("bad", [5, -1, 2**31 - 1], ids=["n", "-1", "int32-max"])
 def test_gather_refuses_out_of_range_indices_at_run_time(rng, bad):
     g = rg.Graph()
     u = g.placeholder((None, 3), rg.float32)
     i = g.placeholder((None,), rg.int32)
     out = g.gather(u, indicesTensor=i, axis=0, name="embed")
-    with pytest.raises(ValueError, match=rf"^gather: indicesTensor \('embed'\): index {bad} is "
-                                         r"out of range \[0, 5\) for axis 0"):
-        g.run(feeds={u: np.ones((5, 3), np.float32), i: np.array([0, bad, 1], np.int32)},
-              targetTensors=[out])
+    with pytest.raises(
+        ValueError,
+        match=rf"^gather: indicesTensor \('embed'\): index {bad} is "
+        r"out of range \[0, 5\) for axis 0",
+    ):
+        g.run(
+            feeds={u: np.ones((5, 3), np.float32), i: np.array([0, bad, 1], np.int32)},
+            targetTensors=[out],
+        )
     out = g.gather(u, indicesTensor=g.placeholder((2, 2), rg.int32), axis=1, batchDimensions=1)
     idx = out.op.inputs["indicesTensor"]
-    with pytest.raises(ValueError, match=r"^gather: indicesTensor: batch dimensions \[2\] "
-                                         r"differ from the updates' \[5\]"):
-        g.run(feeds={u: np.ones((5, 3), np.float32), idx: np.zeros((2, 2), np.int32)},
-              targetTensors=[out])
+    with pytest.raises(
+        ValueError,
+        match=r"^gather: indicesTensor: batch dimensions \[2\] "
+        r"differ from the updates' \[5\]",
+    ):
+        g.run(
+            feeds={u: np.ones((5, 3), np.float32), idx: np.zeros((2, 2), np.int32)},
+            targetTensors=[out],
+        )
 
 
 # --- gradients -----------------------------------------------------------------------------
+
 
 def gather_build(indices, axis, batch, index_type=rg.int32):
     def build(g, t):
         i = g.constant(indices, dataType=index_type)
         return g.gather(t["updates"], indicesTensor=i, axis=axis, batchDimensions=batch)
+
     return build
 
 
-@pytest.mark.parametrize("updates_shape, indices, axis, batch, placeholder", [
-    ((4, 3), [[0, 3], [3, 3], [1, 0]], 0, 0, None),  # repeated indices accumulate
-    ((2, 4, 3), [1, 1, 2, 0, 1], 1, 0, (None, 4, 3)),
-    ((2, 4, 3), [2, 2], -1, 0, None),
-    ((2, 4, 3), [[3, 3, 0], [1, 2, 1]], 1, 1, (2, None, 3)),
-    ((2, 3, 4, 2), [[[0, 0], [3, 1], [2, 2]], [[1, 1], [0, 3], [3, 3]]], 2, 2, None),
-    ((2, 5), [3, 1], 1, 1, None),
-], ids=["embedding-repeats", "axis1-unknown", "axis-1", "batch1-unknown", "batch2",
-        "batch1-one-pick"])
+@pytest.mark.parametrize(
+    "updates_shape, indices, axis, batch, placeholder",
+    [
+        ((4, 3), [[0, 3], [3, 3], [1, 0]], 0, 0, None),  # repeated indices accumulate
+        ((2, 4, 3), [1, 1, 2, 0, 1], 1, 0, (None, 4, 3)),
+        ((2, 4, 3), [2, 2], -1, 0, None),
+        ((2, 4, 3), [[3, 3, 0], [1, 2, 1]], 1, 1, (2, None, 3)),
+        ((2, 3, 4, 2), [[[0, 0], [3, 1], [2, 2]], [[1, 1], [0, 3], [3, 3]]], 2, 2, None),
+        ((2, 5), [3, 1], 1, 1, None),
+    ],
+    ids=[
+        "embedding-repeats",
+        "axis1-unknown",
+        "axis-1",
+        "batch1-unknown",
+        "batch2",
+        "batch1-one-pick",
+    ],
+)
 def test_gather_gradient(rng, request, updates_shape, indices, axis, batch, placeholder):
     inputs = {"updates": rng.standard_normal(updates_shape)}
     shapes = {"updates": placeholder} if placeholder else None
-    error = fd_check(gather_build(np.array(indices), axis, batch), inputs, rng, shapes=shapes,
-                     where=f"gather {request.node.callspec.id}")
+    error = fd_check(
+        gather_build(np.array(indices), axis, batch),
+        inputs,
+        rng,
+        shapes=shapes,
+        where=f"gather {request.node.callspec.id}",
+    )
     assert error < FD_BOUND
 
 
@@ -201,13 +232,15 @@ def test_gather_gradient_is_a_scatter_add(rng):
     grad = g.gradients(of=loss, with_=[t])[t]
     expected = np.zeros((5, 2))
     np.add.at(expected, indices.reshape(-1), weights.reshape(-1, 2))
-    np.testing.assert_allclose(g.run(feeds={t: table}, targetTensors=[grad])[grad], expected,
-                               rtol=1e-14, atol=1e-14)
+    np.testing.assert_allclose(
+        g.run(feeds={t: table}, targetTensors=[grad])[grad], expected, rtol=1e-14, atol=1e-14
+    )
 
 
-@pytest.mark.parametrize("dtype", [rg.float32, rg.float64])
-@pytest.mark.parametrize("rows", [indexing.FEW_TARGETS, indexing.FEW_TARGETS + 1],
-                         ids=["by-product", "by-sort"])
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize(
+    "rows", [indexing.FEW_TARGETS, indexing.FEW_TARGETS + 1], ids=["by-product", "by-sort"]
+)
 def test_both_scatter_add_paths_agree_with_add_at(rng, rows, dtype):
     """Up to FEW_TARGETS rows the scatter-add is a product with a one-hot matrix, above it a
     sort; both against np.add.at (repeated and unused rows)."""
@@ -216,14 +249,17 @@ def test_both_scatter_add_paths_agree_with_add_at(rng, rows, dtype):
     g = rg.Graph()
     t = g.placeholder((rows, 5), dtype)
     out = g.gather(t, indicesTensor=g.constant(indices, dataType=rg.int32), axis=0)
-    grad = g.gradients(of=g.reductionSum(g.multiplication(out, weights), axes=[0, 1]),
-                       with_=[t])[t]
+    grad = g.gradients(of=g.reductionSum(g.multiplication(out, weights), axes=[0, 1]), with_=[t])[t]
     expected = np.zeros((rows, 5))
     np.add.at(expected, indices, weights.astype(np.float64))
     result = g.run(feeds={t: np.zeros((rows, 5), dtype.numpy)}, targetTensors=[grad])[grad]
     assert result.dtype == dtype.numpy
-    np.testing.assert_allclose(result, expected, rtol=1e-5 if dtype == rg.float32 else 1e-13,
-                               atol=1e-5 if dtype == rg.float32 else 1e-13)
+    np.testing.assert_allclose(
+        result,
+        expected,
+        rtol=1e-5 if dtype == rg.float32 else 1e-13,
+        atol=1e-5 if dtype == rg.float32 else 1e-13,
+    )
 
 
 @pytest.mark.parametrize("indices_shape", [(0,), (2, 0)], ids=["[0]", "[2,0]"])
@@ -231,8 +267,12 @@ def test_gather_gradient_with_no_indices_is_zero(rng, indices_shape):
     g = rg.Graph()
     t = g.placeholder((2, 3), rg.float64)
     batch = len(indices_shape) - 1
-    out = g.gather(t, indicesTensor=g.constant(np.zeros(indices_shape, int), dataType=rg.int32),
-                   axis=1, batchDimensions=batch)
+    out = g.gather(
+        t,
+        indicesTensor=g.constant(np.zeros(indices_shape, int), dataType=rg.int32),
+        axis=1,
+        batchDimensions=batch,
+    )
     assert out.shape == (2, 0)
     grad = g.gradients(of=out, with_=[t])[t]
     result = g.run(feeds={t: rng.standard_normal((2, 3))}, targetTensors=[grad])[grad]
@@ -250,8 +290,13 @@ def test_gather_gradient_of_gradient(rng, request, placeholder):
         return g.gradients(of=loss, with_=[t["x"]])[t["x"]]
 
     inputs = {"x": rng.standard_normal((4, 3)), "v": rng.standard_normal((2, 3, 3))}
-    error = fd_check(build, inputs, rng, shapes={"x": placeholder},
-                     where=f"gatherGradient {request.node.callspec.id}")
+    error = fd_check(
+        build,
+        inputs,
+        rng,
+        shapes={"x": placeholder},
+        where=f"gatherGradient {request.node.callspec.id}",
+    )
     assert error < FD_BOUND
 
 
@@ -263,8 +308,12 @@ def test_embedding_lookup_gradient(rng):
     tokens = np.array([[1, 1], [4, 1], [0, 4], [1, 1]])  # rows 2, 3 and 5 never used
 
     def build(g, t):
-        embedded = g.gather(t["table"], indicesTensor=g.constant(tokens, dataType=rg.int32),
-                            axis=0, batchDimensions=0)
+        embedded = g.gather(
+            t["table"],
+            indicesTensor=g.constant(tokens, dataType=rg.int32),
+            axis=0,
+            batchDimensions=0,
+        )
         assert embedded.shape == (T, N, E)
         squared = g.multiplication(embedded, embedded)
         return g.reductionSum(squared, axis=2)  # [T, N, 1]
@@ -277,48 +326,99 @@ def test_embedding_lookup_gradient(rng):
     grad = g.gradients(of=loss, with_=[t])[t]
     expected = np.zeros((V, E))
     np.add.at(expected, tokens.reshape(-1), 2 * table[tokens.reshape(-1)])
-    np.testing.assert_allclose(g.run(feeds={t: table}, targetTensors=[grad])[grad], expected,
-                               rtol=1e-13)
+    np.testing.assert_allclose(
+        g.run(feeds={t: table}, targetTensors=[grad])[grad], expected, rtol=1e-13
+    )
     np.testing.assert_array_equal(expected[[2, 3, 5]], 0)
 
 
 # --- errors --------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("call, error, message", [
-    (lambda g, u, i: g.oneHot(u, depth=3), TypeError,
-     "oneHot: withIndicesTensor: expected int32 or int64 indices, got float32"),
-    (lambda g, u, i: g.oneHot("i", depth=3), TypeError, "oneHot: withIndicesTensor: "),
-    (lambda g, u, i: g.oneHot(i, depth=0), ValueError, "oneHot: depth: expected an int >= 1"),
-    (lambda g, u, i: g.oneHot(i, depth=2.0), TypeError, "oneHot: depth: expected an int"),
-    (lambda g, u, i: g.oneHot(i, depth=3, axis=3), ValueError, "oneHot: axis: axis 3 is out"),
-    (lambda g, u, i: g.oneHot(i, depth=3, axis=-4), ValueError, "oneHot: axis: "),
-    (lambda g, u, i: g.oneHot(i, depth=3, dataType=np.bool_), TypeError, "oneHot: dataType: "),
-    (lambda g, u, i: g.oneHot(i, depth=3, onValue="1"), TypeError, "oneHot: onValue: "),
-    (lambda g, u, i: g.oneHot(i, depth=3, dataType=rg.int32, onValue=1.5), ValueError,
-     "oneHot: onValue: 1.5 is not a int32 value"),
-    (lambda g, u, i: g.oneHot(i, depth=3, dataType=rg.int32, offValue=2 ** 31), ValueError,
-     "oneHot: offValue: "),
-    (lambda g, u, i: g.gather(None, indicesTensor=i, axis=0), TypeError,
-     "gather: withUpdatesTensor: "),
-    (lambda g, u, i: g.gather(u, indicesTensor=u, axis=0), TypeError,
-     "gather: indicesTensor: expected int32 or int64 indices, got float32"),
-    (lambda g, u, i: g.gather(u, indicesTensor=[0.5], axis=0), TypeError,
-     "gather: indicesTensor: "),
-    (lambda g, u, i: g.gather(u, indicesTensor=i, axis=3), ValueError,
-     "gather: axis: axis 3 is out of range for rank 3"),
-    (lambda g, u, i: g.gather(u, indicesTensor=i, axis=None), TypeError, "gather: axis: "),
-    (lambda g, u, i: g.gather(u, indicesTensor=i, axis=1, batchDimensions=-1), ValueError,
-     "gather: batchDimensions: "),
-    (lambda g, u, i: g.gather(u, indicesTensor=i, axis=0, batchDimensions=1), ValueError,
-     "gather: batchDimensions: 1 exceeds the axis 0"),
-    (lambda g, u, i: g.gather(u, indicesTensor=g.constant(np.zeros((4, 2), int), dataType=rg.int32), axis=1,
-                              batchDimensions=1), ValueError,
-     r"gather: indicesTensor: batch dimension 0 has size 4, the updates' 2"),
-    (lambda g, u, i: g.gather(u, indicesTensor=g.constant(np.zeros(2, int), dataType=rg.int32), axis=2,
-                              batchDimensions=2), ValueError, "gather: batchDimensions: 2 "),
-    (lambda g, u, i: g.gather(u, indicesTensor=i, axis=0, batchDimensions=True), TypeError,
-     "gather: batchDimensions: "),
-], ids=lambda v: v if isinstance(v, str) else None)
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (
+            lambda g, u, i: g.oneHot(u, depth=3),
+            TypeError,
+            "oneHot: withIndicesTensor: expected int32 or int64 indices, got float32",
+        ),
+        (lambda g, u, i: g.oneHot("i", depth=3), TypeError, "oneHot: withIndicesTensor: "),
+        (lambda g, u, i: g.oneHot(i, depth=0), ValueError, "oneHot: depth: expected an int >= 1"),
+        (lambda g, u, i: g.oneHot(i, depth=2.0), TypeError, "oneHot: depth: expected an int"),
+        (lambda g, u, i: g.oneHot(i, depth=3, axis=3), ValueError, "oneHot: axis: axis 3 is out"),
+        (lambda g, u, i: g.oneHot(i, depth=3, axis=-4), ValueError, "oneHot: axis: "),
+        (lambda g, u, i: g.oneHot(i, depth=3, dataType=np.bool_), TypeError, "oneHot: dataType: "),
+        (lambda g, u, i: g.oneHot(i, depth=3, onValue="1"), TypeError, "oneHot: onValue: "),
+        (
+            lambda g, u, i: g.oneHot(i, depth=3, dataType=rg.int32, onValue=1.5),
+            ValueError,
+            "oneHot: onValue: 1.5 is not a int32 value",
+        ),
+        (
+            lambda g, u, i: g.oneHot(i, depth=3, dataType=rg.int32, offValue=2**31),
+            ValueError,
+            "oneHot: offValue: ",
+        ),
+        (
+            lambda g, u, i: g.gather(None, indicesTensor=i, axis=0),
+            TypeError,
+            "gather: withUpdatesTensor: ",
+        ),
+        (
+            lambda g, u, i: g.gather(u, indicesTensor=u, axis=0),
+            TypeError,
+            "gather: indicesTensor: expected int32 or int64 indices, got float32",
+        ),
+        (
+            lambda g, u, i: g.gather(u, indicesTensor=[0.5], axis=0),
+            TypeError,
+            "gather: indicesTensor: ",
+        ),
+        (
+            lambda g, u, i: g.gather(u, indicesTensor=i, axis=3),
+            ValueError,
+            "gather: axis: axis 3 is out of range for rank 3",
+        ),
+        (lambda g, u, i: g.gather(u, indicesTensor=i, axis=None), TypeError, "gather: axis: "),
+        (
+            lambda g, u, i: g.gather(u, indicesTensor=i, axis=1, batchDimensions=-1),
+            ValueError,
+            "gather: batchDimensions: ",
+        ),
+        (
+            lambda g, u, i: g.gather(u, indicesTensor=i, axis=0, batchDimensions=1),
+            ValueError,
+            "gather: batchDimensions: 1 exceeds the axis 0",
+        ),
+        (
+            lambda g, u, i: g.gather(
+                u,
+                indicesTensor=g.constant(np.zeros((4, 2), int), dataType=rg.int32),
+                axis=1,
+                batchDimensions=1,
+            ),
+            ValueError,
+            r"gather: indicesTensor: batch dimension 0 has size 4, the updates' 2",
+        ),
+        (
+            lambda g, u, i: g.gather(
+                u,
+                indicesTensor=g.constant(np.zeros(2, int), dataType=rg.int32),
+                axis=2,
+                batchDimensions=2,
+            ),
+            ValueError,
+            "gather: batchDimensions: 2 ",
+        ),
+        (
+            lambda g, u, i: g.gather(u, indicesTensor=i, axis=0, batchDimensions=True),
+            TypeError,
+            "gather: batchDimensions: ",
+        ),
+    ],
+    ids=lambda v: v if isinstance(v, str) else None,
+)
 def test_errors(call, error, message):
     g = rg.Graph()
     u, i = g.placeholder((2, 5, 3)), g.placeholder((2, 4), rg.int32)

@@ -9,10 +9,9 @@ import numpy as np
 import pytest
 
 import rnngraph as rg
-from graph_ops.helpers import FD_BOUND, fd_check, run_op
+from graph_ops.helpers import FD_BOUND, FLOATS, fd_check, run_op
 
 R = rg.LossReductionType
-FLOATS = [rg.float32, rg.float64]
 OP = "softMaxCrossEntropy"
 
 
@@ -31,13 +30,14 @@ def soft_labels(rng, shape, axis):
 
 
 def one_hot(rng, shape, axis):
-    classes = rng.integers(0, shape[axis], shape[:axis] + shape[axis + 1:])
+    classes = rng.integers(0, shape[axis], shape[:axis] + shape[axis + 1 :])
     return np.moveaxis(np.eye(shape[axis])[classes], -1, axis), classes
 
 
 def loss_op(axis, reduction, spelling="reuctionType"):
-    return lambda g, t: g.softMaxCrossEntropy(t["source"], labels=t["labels"], axis=axis,
-                                              **{spelling: reduction})
+    return lambda g, t: g.softMaxCrossEntropy(
+        t["source"], labels=t["labels"], axis=axis, **{spelling: reduction}
+    )
 
 
 def test_reduction_type():
@@ -65,8 +65,11 @@ def test_forward(dtype, axis, reduction, rng):
 
 def test_reduction_type_alias_and_unknown_dims(rng):
     source, labels = rng.normal(size=(5, 3)), soft_labels(rng, (5, 3), 1)
-    got = run_op(loss_op(-1, R.mean, "reductionType"), {"source": source, "labels": labels},
-                 shapes={"source": (None, 3), "labels": (None, None)})
+    got = run_op(
+        loss_op(-1, R.mean, "reductionType"),
+        {"source": source, "labels": labels},
+        shapes={"source": (None, 3), "labels": (None, None)},
+    )
     np.testing.assert_allclose(got, reference(source, labels, 1, R.mean), rtol=1e-14)
     g = rg.Graph()
     s, lab = g.placeholder([None, 3], rg.float32), g.placeholder([2, None], rg.float32)
@@ -96,8 +99,9 @@ def test_against_torch(shape, labels_kind, reduction, rng):
     else:
         labels = soft_labels(rng, shape, 1)
         target = torch.from_numpy(labels)
-    expected = torch.nn.functional.cross_entropy(torch.from_numpy(source), target,
-                                                 reduction=reduction).numpy()
+    expected = torch.nn.functional.cross_entropy(
+        torch.from_numpy(source), target, reduction=reduction
+    ).numpy()
     got = run_op(loss_op(1, R[reduction]), {"source": source, "labels": labels})
     assert got.shape == expected.shape == ()
     np.testing.assert_allclose(got, expected, rtol=1e-14)
@@ -112,25 +116,40 @@ def test_gradients(axis, reduction, rng):
     labels need not sum to 1 here, so the sum(labels) factor is checked too."""
     shape = (3, 2, 3)
     source, labels = rng.normal(0, 2, shape), rng.uniform(0, 1, shape)
-    error = fd_check(loss_op(axis, reduction), {"source": source, "labels": labels}, rng,
-                     where=f"{OP} axis={axis} {reduction.name}")
+    error = fd_check(
+        loss_op(axis, reduction),
+        {"source": source, "labels": labels},
+        rng,
+        where=f"{OP} axis={axis} {reduction.name}",
+    )
     assert error < FD_BOUND
 
 
 def test_gradients_unknown_dims_and_second_order(rng):
     source, labels = rng.normal(size=(4, 3)), soft_labels(rng, (4, 3), 1)
     shapes = {"source": (None, 3), "labels": (None, 3)}
-    error = fd_check(loss_op(1, R.mean), {"source": source, "labels": labels}, rng,
-                     shapes=shapes, where=f"{OP} unknown dims")
+    error = fd_check(
+        loss_op(1, R.mean),
+        {"source": source, "labels": labels},
+        rng,
+        shapes=shapes,
+        where=f"{OP} unknown dims",
+    )
     assert error < FD_BOUND
 
     for label in ("source", "labels"):  # labels: through the internal logSoftMax's rule
+
         def second(g, t, label=label):
             loss = loss_op(1, R.mean)(g, t)
             return g.gradients(of=loss, with_=[t[label]])[t[label]]
 
-        error = fd_check(second, {"source": source, "labels": labels}, rng, shapes=shapes,
-                         where=f"{OP} second order via d{label}")
+        error = fd_check(
+            second,
+            {"source": source, "labels": labels},
+            rng,
+            shapes=shapes,
+            where=f"{OP} second order via d{label}",
+        )
         assert error < FD_BOUND
 
 
@@ -160,8 +179,9 @@ def test_errors(graph):
         g.softMaxCrossEntropy(s, labels=lab, axis=1)
     with pytest.raises(TypeError, match=f"^{OP}: reuctionType: .*not both"):
         g.softMaxCrossEntropy(s, labels=lab, axis=1, reuctionType=R.sum, reductionType=R.sum)
-    with pytest.raises(TypeError, match=f"^{OP}: reuctionType: expected a rnngraph."
-                                        "LossReductionType, got 'sum'"):
+    with pytest.raises(
+        TypeError, match=f"^{OP}: reuctionType: expected a rnngraph.LossReductionType, got 'sum'"
+    ):
         g.softMaxCrossEntropy(s, labels=lab, axis=1, reductionType="sum")
     with pytest.raises(TypeError, match=f"^{OP}: source: "):
         g.softMaxCrossEntropy("x", labels=lab, axis=1, reuctionType=R.sum)
@@ -171,15 +191,19 @@ def test_errors(graph):
     with pytest.raises(TypeError, match=f"^{OP}: source: expected float32 or float64, got int32"):
         g.softMaxCrossEntropy(i, labels=i, axis=1, reuctionType=R.sum)
     with pytest.raises(TypeError, match=f"^{OP}: labels: expected dataType float32"):
-        g.softMaxCrossEntropy(s, labels=g.placeholder([4, 3], rg.int32), axis=1,
-                              reuctionType=R.sum)
-    with pytest.raises(ValueError, match=rf"^{OP}: labels: expected source's shape \[4, 3\], "
-                                         r"got \[4, 1\]"):
-        g.softMaxCrossEntropy(s, labels=g.placeholder([4, 1], rg.float32), axis=1,
-                              reuctionType=R.sum)
+        g.softMaxCrossEntropy(s, labels=g.placeholder([4, 3], rg.int32), axis=1, reuctionType=R.sum)
+    with pytest.raises(
+        ValueError,
+        match=rf"^{OP}: labels: expected source's shape \[4, 3\], "
+        r"got \[4, 1\]",
+    ):
+        g.softMaxCrossEntropy(
+            s, labels=g.placeholder([4, 1], rg.float32), axis=1, reuctionType=R.sum
+        )
     with pytest.raises(ValueError, match=f"^{OP}: labels: expected source's shape"):
-        g.softMaxCrossEntropy(s, labels=g.placeholder([4, 3, 1], rg.float32), axis=1,
-                              reuctionType=R.sum)
+        g.softMaxCrossEntropy(
+            s, labels=g.placeholder([4, 3, 1], rg.float32), axis=1, reuctionType=R.sum
+        )
     with pytest.raises(ValueError, match=f"^{OP}: axis: axis 2 is out of range for rank 2"):
         g.softMaxCrossEntropy(s, labels=lab, axis=2, reuctionType=R.sum)
     with pytest.raises(TypeError, match=f"^{OP}: axis: expected an int axis"):
@@ -192,7 +216,12 @@ def test_run_time_shape_error():
     g = rg.Graph()
     s, lab = g.placeholder([None, 3], rg.float32), g.placeholder([2, None], rg.float32)
     loss = g.softMaxCrossEntropy(s, labels=lab, axis=1, reuctionType=R.none)
-    with pytest.raises(ValueError, match=rf"^{OP}: labels: expected source's shape \[3, 3\], "
-                                         r"got \[2, 3\]"):
-        g.run(feeds={s: np.zeros((3, 3), np.float32), lab: np.zeros((2, 3), np.float32)},
-              targetTensors=[loss])
+    with pytest.raises(
+        ValueError,
+        match=rf"^{OP}: labels: expected source's shape \[3, 3\], "
+        r"got \[2, 3\]",
+    ):
+        g.run(
+            feeds={s: np.zeros((3, 3), np.float32), lab: np.zeros((2, 3), np.float32)},
+            targetTensors=[loss],
+        )

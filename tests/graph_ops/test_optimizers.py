@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import rnngraph as rg
+from graph_ops.helpers import numpy_adam
 from rnngraph.graph import Operation
 from toolkit.tolerances import assert_close
 
@@ -19,7 +20,8 @@ LR, BETA1, BETA2, EPSILON = 0.1, 0.9, 0.999, 1e-8
 SCALES = (3.0, 1.0, 0.3, 0.1, 0.03)
 
 
-# --- plain NumPy references (float64) ------------------------------------------------------
+# --- plain NumPy references (float64; numpy_adam: helpers.py) -------------------------------
+
 
 def numpy_sgd(values, gradients, lr):
     """The values after each step: values -= lr * g."""
@@ -27,25 +29,6 @@ def numpy_sgd(values, gradients, lr):
     for g in gradients:
         values = values - lr * g
         steps.append(values)
-    return steps
-
-
-def numpy_adam(state, gradients, lr, beta1, beta2, epsilon, first=1):
-    """Adam (AMSGrad when ``state`` has ``maximumVelocity``) as Apple's header writes it;
-    the state after each step t = first, first + 1, ..."""
-    state = {k: np.asarray(v, np.float64) for k, v in state.items()}
-    steps = []
-    for t, g in enumerate(gradients, start=first):
-        lr_t = lr * np.sqrt(1 - beta2**t) / (1 - beta1**t)
-        m = beta1 * state["momentum"] + (1 - beta1) * g
-        v = beta2 * state["velocity"] + (1 - beta2) * g**2
-        new = {"momentum": m, "velocity": v}
-        denominator = v
-        if "maximumVelocity" in state:
-            denominator = new["maximumVelocity"] = np.maximum(state["maximumVelocity"], v)
-        new["values"] = state["values"] - lr_t * m / (np.sqrt(denominator) + epsilon)
-        state = new
-        steps.append(new)
     return steps
 
 
@@ -58,8 +41,11 @@ def draw_gradients(rng, dtype, shape=SHAPE):
 
 
 def adam_state(rng, dtype, amsgrad):
-    state = {"values": rng.standard_normal(SHAPE), "momentum": 0.1 * rng.standard_normal(SHAPE),
-             "velocity": rng.uniform(0.0, 1.0, SHAPE)}
+    state = {
+        "values": rng.standard_normal(SHAPE),
+        "momentum": 0.1 * rng.standard_normal(SHAPE),
+        "velocity": rng.uniform(0.0, 1.0, SHAPE),
+    }
     if amsgrad:  # above the velocity at half the elements, equal at the others
         state["maximumVelocity"] = state["velocity"] + np.where(rng.random(SHAPE) < 0.5, 0, 0.5)
     return {k: v.astype(dtype) for k, v in state.items()}
@@ -71,14 +57,18 @@ def read_all(g, tensors):
 
 # --- SGD ----------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("rate", ["number", "scalar-tensor", "broadcast[4]", "broadcast[3,1]"])
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_sgd_five_steps(dtype, rate, rng):
     initial = rng.standard_normal(SHAPE).astype(dtype)
     gradients = draw_gradients(rng, dtype)
-    lr = {"number": LR, "scalar-tensor": np.array(LR),
-          "broadcast[4]": rng.uniform(0.05, 0.2, 4),
-          "broadcast[3,1]": rng.uniform(0.05, 0.2, (3, 1))}[rate]
+    lr = {
+        "number": LR,
+        "scalar-tensor": np.array(LR),
+        "broadcast[4]": rng.uniform(0.05, 0.2, 4),
+        "broadcast[3,1]": rng.uniform(0.05, 0.2, (3, 1)),
+    }[rate]
     g = rg.Graph()
     w = g.variable(initial, shape=SHAPE, dataType=dtype, name="w")
     gradient = g.placeholder(SHAPE, dtype, name="gradient")
@@ -116,28 +106,44 @@ def test_apply_sgd_five_steps(dtype, rng):
 
 # --- Adam ---------------------------------------------------------------------------------
 
+
 def build_adam(g, dtype, initial, overload, gradient=None):
     """Variables for the state (and the beta powers), the adam op, and the assigns of one
     training step. Returns (variables, beta powers, outputs, assigns, gradient (a placeholder
     unless given as a function of the values' variable), currentLearningRate placeholder or
     None)."""
     variables = {k: g.variable(v, shape=SHAPE, dataType=dtype, name=k) for k, v in initial.items()}
-    gradient = (g.placeholder(SHAPE, dtype, name="gradient") if gradient is None
-                else gradient(variables["values"]))
+    gradient = (
+        g.placeholder(SHAPE, dtype, name="gradient")
+        if gradient is None
+        else gradient(variables["values"])
+    )
     assigns, current, powers = [], None, {}
     if overload == "learningRate":
-        powers = {"beta1Power": g.variable(BETA1, shape=(), dataType=dtype, name="beta1Power"),
-                  "beta2Power": g.variable(BETA2, shape=(), dataType=dtype, name="beta2Power")}
+        powers = {
+            "beta1Power": g.variable(BETA1, shape=(), dataType=dtype, name="beta1Power"),
+            "beta2Power": g.variable(BETA2, shape=(), dataType=dtype, name="beta2Power"),
+        }
         rate = {"learningRate": LR, **powers}
-        assigns += [g.assign(p, tensor=g.multiplication(p, beta))  # beta^(t+1) = beta^t · beta
-                    for p, beta in zip(powers.values(), (BETA1, BETA2))]
+        assigns += [
+            g.assign(p, tensor=g.multiplication(p, beta))  # beta^(t+1) = beta^t · beta
+            for p, beta in zip(powers.values(), (BETA1, BETA2))
+        ]
     else:
         current = g.placeholder((), dtype, name="currentLearningRate")
         rate = {"currentLearningRate": current}
-    outputs = g.adam(beta1=BETA1, beta2=BETA2, epsilon=EPSILON, values=variables["values"],
-                     momentum=variables["momentum"], velocity=variables["velocity"],
-                     maximumVelocity=variables.get("maximumVelocity"), gradient=gradient,
-                     name="adam", **rate)
+    outputs = g.adam(
+        beta1=BETA1,
+        beta2=BETA2,
+        epsilon=EPSILON,
+        values=variables["values"],
+        momentum=variables["momentum"],
+        velocity=variables["velocity"],
+        maximumVelocity=variables.get("maximumVelocity"),
+        gradient=gradient,
+        name="adam",
+        **rate,
+    )
     # outputs: values, momentum, velocity[, maximumVelocity]: the variables' order
     assigns += [g.assign(variables[k], tensor=out) for k, out in zip(variables, outputs)]
     return variables, powers, outputs, assigns, gradient, current
@@ -155,13 +161,13 @@ def test_adam_five_steps(dtype, overload, amsgrad, rng):
         assert np.any(last["maximumVelocity"] > last["velocity"])
         assert np.any(expected[0]["maximumVelocity"] > initial["maximumVelocity"])
     g = rg.Graph()
-    variables, _, outputs, assigns, gradient, current = build_adam(g, dtype, initial,
-                                                                   overload)
-    assert [t.name for t in outputs] == ["adam", "adam/1", "adam/2", "adam/3"][:len(initial)]
+    variables, _, outputs, assigns, gradient, current = build_adam(g, dtype, initial, overload)
+    assert [t.name for t in outputs] == ["adam", "adam/1", "adam/2", "adam/3"][: len(initial)]
     assert all(t.shape == SHAPE and t.dataType == variables["values"].dataType for t in outputs)
     for t, (g_k, want) in enumerate(zip(gradients, expected), start=1):
-        feeds = ({gradient: g_k} if current is None
-                 else {gradient: g_k, current: dtype(current_rate(t))})
+        feeds = (
+            {gradient: g_k} if current is None else {gradient: g_k, current: dtype(current_rate(t))}
+        )
         got = g.run(feeds=feeds, targetTensors=outputs, targetOperations=assigns)
         state = read_all(g, variables.values())
         for k, out in zip(variables, outputs):
@@ -179,11 +185,19 @@ def test_adam_hyperparameters_as_tensors_and_broadcast(dtype, rng):
     beta1 = rng.uniform(0.8, 0.95, 4)
     g = rg.Graph()
     values = g.variable(initial["values"], shape=SHAPE, dataType=dtype)
-    outputs = g.adam(g.constant(lr, dataType=dtype), beta1=g.constant(beta1, dataType=dtype),
-                     beta2=np.float64(BETA2), epsilon=g.constant(EPSILON, dataType=dtype),
-                     beta1Power=beta1.astype(dtype), beta2Power=np.array(BETA2), values=values,
-                     momentum=initial["momentum"], velocity=initial["velocity"],
-                     maximumVelocity=g.constant(initial["maximumVelocity"]), gradient=g_1)
+    outputs = g.adam(
+        g.constant(lr, dataType=dtype),
+        beta1=g.constant(beta1, dataType=dtype),
+        beta2=np.float64(BETA2),
+        epsilon=g.constant(EPSILON, dataType=dtype),
+        beta1Power=beta1.astype(dtype),
+        beta2Power=np.array(BETA2),
+        values=values,
+        momentum=initial["momentum"],
+        velocity=initial["velocity"],
+        maximumVelocity=g.constant(initial["maximumVelocity"]),
+        gradient=g_1,
+    )
     got = g.run(targetTensors=outputs)
     want = numpy_adam(initial, [g_1], lr, beta1.astype(dtype), BETA2, EPSILON)[0]
     for k, out in zip(["values", "momentum", "velocity", "maximumVelocity"], outputs):
@@ -194,22 +208,26 @@ def test_adam_hyperparameters_as_tensors_and_broadcast(dtype, rng):
 def test_unknown_dimensions(rng):
     g = rg.Graph()
     shape = (None, 4)
-    tensors = {k: g.placeholder(shape, rg.float64) for k in
-               ("values", "momentum", "velocity", "gradient")}
+    tensors = {
+        k: g.placeholder(shape, rg.float64) for k in ("values", "momentum", "velocity", "gradient")
+    }
     rate = g.placeholder((None,), rg.float64)
-    outputs = g.adam(currentLearningRate=rate, beta1=BETA1, beta2=BETA2, epsilon=EPSILON,
-                     **tensors)
-    update = g.stochasticGradientDescent(0.5, values=tensors["values"],
-                                         gradient=tensors["gradient"])
+    outputs = g.adam(currentLearningRate=rate, beta1=BETA1, beta2=BETA2, epsilon=EPSILON, **tensors)
+    update = g.stochasticGradientDescent(
+        0.5, values=tensors["values"], gradient=tensors["gradient"]
+    )
     assert [t.shape for t in [*outputs, update]] == [shape] * 4
     arrays = {k: rng.uniform(0.1, 1.0, (2, 4)) for k in tensors}
     lr = rng.uniform(0.05, 0.2, 4)
-    got = g.run(feeds={rate: lr, **{tensors[k]: v for k, v in arrays.items()}},
-                targetTensors=[*outputs, update])
+    got = g.run(
+        feeds={rate: lr, **{tensors[k]: v for k, v in arrays.items()}},
+        targetTensors=[*outputs, update],
+    )
     gradient = arrays.pop("gradient")
     # currentLearningRate is lr[t] itself: the reference at t = 1 with its correction undone
-    want = numpy_adam(arrays, [gradient], lr * (1 - BETA1) / np.sqrt(1 - BETA2), BETA1,
-                      BETA2, EPSILON)[0]
+    want = numpy_adam(
+        arrays, [gradient], lr * (1 - BETA1) / np.sqrt(1 - BETA2), BETA1, BETA2, EPSILON
+    )[0]
     for k, out in zip(["values", "momentum", "velocity"], outputs):
         assert_close(got[out], want[k], "float64", k)
     assert_close(got[update], arrays["values"] - 0.5 * gradient, "float64", "sgd")
@@ -227,17 +245,24 @@ def test_training_loop_through_gradients(optimizer, rng):
         return g.gradients(of=g.square(g.subtraction(w, target)), with_=[w])[w]
 
     if optimizer == "adam":
-        variables, _, _, assigns, _, _ = build_adam(g, np.float64, state, "learningRate",
-                                                    loss_gradient)
+        variables, _, _, assigns, _, _ = build_adam(
+            g, np.float64, state, "learningRate", loss_gradient
+        )
     else:
         variables = {"values": g.variable(state["values"], shape=SHAPE, dataType=rg.float64)}
-        assigns = [g.applyStochasticGradientDescent(
-            LR, variable=variables["values"], gradient=loss_gradient(variables["values"]))]
+        assigns = [
+            g.applyStochasticGradientDescent(
+                LR, variable=variables["values"], gradient=loss_gradient(variables["values"])
+            )
+        ]
     for t in range(1, 6):
         g.run(targetOperations=assigns)
         gradient = 2 * (state["values"] - target)
-        state = (numpy_adam(state, [gradient], LR, BETA1, BETA2, EPSILON, first=t)[0]
-                 if optimizer == "adam" else {"values": state["values"] - LR * gradient})
+        state = (
+            numpy_adam(state, [gradient], LR, BETA1, BETA2, EPSILON, first=t)[0]
+            if optimizer == "adam"
+            else {"values": state["values"] - LR * gradient}
+        )
         got = read_all(g, variables.values())
         for k, tensor in variables.items():
             assert_close(got[tensor], state[k], "float64", f"step {t} {k}")
@@ -245,17 +270,20 @@ def test_training_loop_through_gradients(optimizer, rng):
 
 # --- reads see the values from before the run's assigns --------------------------------------
 
+
 def test_reads_see_pre_run_values(rng):
     initial = adam_state(rng, np.float64, amsgrad=False)
     g_1 = draw_gradients(rng, np.float64)[0]
     g = rg.Graph()
-    variables, powers, outputs, assigns, gradient, _ = build_adam(g, np.float64, initial,
-                                                                  "learningRate")
+    variables, powers, outputs, assigns, gradient, _ = build_adam(
+        g, np.float64, initial, "learningRate"
+    )
     w = variables["values"]
     late = g.stochasticGradientDescent(LR, values=w, gradient=gradient)  # recorded after assigns
     powers = list(powers.values())
-    got = g.run(feeds={gradient: g_1}, targetTensors=[w, late, *powers, *outputs],
-                targetOperations=assigns)
+    got = g.run(
+        feeds={gradient: g_1}, targetTensors=[w, late, *powers, *outputs], targetOperations=assigns
+    )
     np.testing.assert_array_equal(got[w], initial["values"])
     assert_close(got[late], initial["values"] - LR * g_1, "float64", "late read")
     assert [float(got[p]) for p in powers] == [BETA1, BETA2]  # adam read beta^1, not beta^2
@@ -272,8 +300,10 @@ def test_two_apply_sgd_swap_pre_run_values(rng):
     g = rg.Graph()
     w = g.variable(w0, shape=SHAPE, dataType=rg.float64)
     u = g.variable(u0, shape=SHAPE, dataType=rg.float64)
-    steps = [g.applyStochasticGradientDescent(LR, variable=w, gradient=u),
-             g.applyStochasticGradientDescent(LR, variable=u, gradient=g.read(w))]
+    steps = [
+        g.applyStochasticGradientDescent(LR, variable=w, gradient=u),
+        g.applyStochasticGradientDescent(LR, variable=u, gradient=g.read(w)),
+    ]
     for _ in range(2):
         g.run(targetOperations=steps)
         w0, u0 = w0 - LR * u0, u0 - LR * w0
@@ -294,26 +324,44 @@ def test_optimizer_outputs_have_no_gradient():
 
 # variant: (method, the values' label, hyper-parameters, tensors shaped like the values)
 VARIANTS = {
-    "stochasticGradientDescent": ("stochasticGradientDescent", "values", ("learningRate",),
-                                  ("gradient",)),
-    "applyStochasticGradientDescent": ("applyStochasticGradientDescent", "variable",
-                                       ("learningRate",), ("gradient",)),
-    "adam": ("adam", "values", ("learningRate", "beta1", "beta2", "epsilon", "beta1Power",
-                                "beta2Power"),
-             ("momentum", "velocity", "maximumVelocity", "gradient")),
-    "adam-currentLearningRate": ("adam", "values",
-                                 ("currentLearningRate", "beta1", "beta2", "epsilon"),
-                                 ("momentum", "velocity", "maximumVelocity", "gradient")),
+    "stochasticGradientDescent": (
+        "stochasticGradientDescent",
+        "values",
+        ("learningRate",),
+        ("gradient",),
+    ),
+    "applyStochasticGradientDescent": (
+        "applyStochasticGradientDescent",
+        "variable",
+        ("learningRate",),
+        ("gradient",),
+    ),
+    "adam": (
+        "adam",
+        "values",
+        ("learningRate", "beta1", "beta2", "epsilon", "beta1Power", "beta2Power"),
+        ("momentum", "velocity", "maximumVelocity", "gradient"),
+    ),
+    "adam-currentLearningRate": (
+        "adam",
+        "values",
+        ("currentLearningRate", "beta1", "beta2", "epsilon"),
+        ("momentum", "velocity", "maximumVelocity", "gradient"),
+    ),
 }
-OPTIONAL = {"maximumVelocity", "learningRate", "currentLearningRate", "beta1Power",
-            "beta2Power"}  # None means something for these (tested below)
+OPTIONAL = {
+    "maximumVelocity",
+    "learningRate",
+    "currentLearningRate",
+    "beta1Power",
+    "beta2Power",
+}  # None means something for these (tested below)
 
 
 def valid_arguments(g, variant):
     _, subject, hyper, state = VARIANTS[variant]
     arguments = {label: 0.5 for label in hyper}
-    arguments.update((label, g.constant(0.5, shape=SHAPE, dataType=rg.float32))
-                     for label in state)
+    arguments.update((label, g.constant(0.5, shape=SHAPE, dataType=rg.float32)) for label in state)
     arguments[subject] = g.variable(0.5, shape=SHAPE, dataType=rg.float32, name="w")
     return arguments
 
@@ -332,8 +380,9 @@ def error_cases():
             kinds += ["shape-rank"] if label in hyper else []
             kinds += ["placeholder"] if label == "variable" else []
             for kind in kinds:
-                yield pytest.param(variant, op, subject, label, kind,
-                                   id=f"{variant}-{label}-{kind}")
+                yield pytest.param(
+                    variant, op, subject, label, kind, id=f"{variant}-{label}-{kind}"
+                )
 
 
 @pytest.mark.parametrize("variant, op, subject, label, kind", list(error_cases()))
@@ -344,21 +393,34 @@ def test_argument_errors(variant, op, subject, label, kind):
     bad, error, match = {
         "not-a-tensor": ("0.5", TypeError, where + "expected an rnngraph Tensor"),
         "None": (None, TypeError, where + "expected an rnngraph Tensor"),
-        "other-graph": (other.constant(0.5, shape=SHAPE), ValueError,
-                        where + "tensor '.*' belongs to another Graph"),
-        "int32": (g.variable(1, shape=SHAPE, dataType=rg.int32), TypeError,
-                  where + "expected float32 or float64, got int32"),
+        "other-graph": (
+            other.constant(0.5, shape=SHAPE),
+            ValueError,
+            where + "tensor '.*' belongs to another Graph",
+        ),
+        "int32": (
+            g.variable(1, shape=SHAPE, dataType=rg.int32),
+            TypeError,
+            where + "expected float32 or float64, got int32",
+        ),
         "placeholder": (g.placeholder(SHAPE), TypeError, where + "'.*' is not a variable"),
-        "float64": (g.constant(0.5, shape=() if hyper else SHAPE, dataType=rg.float64),
-                    TypeError,
-                    where + f"expected dataType float32 like {subject}, got float64"),
-        "shape-mismatch": (g.constant(0.5, shape=(2, 1) if hyper else (4, 3),
-                                      dataType=rg.float32), ValueError,
-                           where + r"expected (a scalar or a shape that broadcasts to )?the "
-                           rf"shape of {subject} \[3, 4\], got \[(4, 3|2, 1)\]"),
-        "shape-rank": (g.constant(0.5, shape=(1, 3, 4), dataType=rg.float32), ValueError,
-                       where + r"expected a scalar or a shape that broadcasts to the shape of "
-                       rf"{subject} \[3, 4\], got \[1, 3, 4\]"),
+        "float64": (
+            g.constant(0.5, shape=() if hyper else SHAPE, dataType=rg.float64),
+            TypeError,
+            where + f"expected dataType float32 like {subject}, got float64",
+        ),
+        "shape-mismatch": (
+            g.constant(0.5, shape=(2, 1) if hyper else (4, 3), dataType=rg.float32),
+            ValueError,
+            where + r"expected (a scalar or a shape that broadcasts to )?the "
+            rf"shape of {subject} \[3, 4\], got \[(4, 3|2, 1)\]",
+        ),
+        "shape-rank": (
+            g.constant(0.5, shape=(1, 3, 4), dataType=rg.float32),
+            ValueError,
+            where + r"expected a scalar or a shape that broadcasts to the shape of "
+            rf"{subject} \[3, 4\], got \[1, 3, 4\]",
+        ),
     }[kind]
     with pytest.raises(error, match=match):
         call(g, variant, **{label: bad})
@@ -376,15 +438,24 @@ ADAM_COMBINATIONS = [
     ({"learningRate": None}, "learningRate", "expected learningRate= .* or currentLearningRate="),
     ({"beta1Power": None}, "beta1Power", "required with learningRate="),
     ({"beta2Power": None}, "beta2Power", "required with learningRate="),
-    ({"learningRate": None, "currentLearningRate": 0.1}, "beta1Power",
-     "not taken with currentLearningRate="),
-    ({"learningRate": None, "currentLearningRate": 0.1, "beta1Power": None}, "beta2Power",
-     "not taken with currentLearningRate="),
+    (
+        {"learningRate": None, "currentLearningRate": 0.1},
+        "beta1Power",
+        "not taken with currentLearningRate=",
+    ),
+    (
+        {"learningRate": None, "currentLearningRate": 0.1, "beta1Power": None},
+        "beta2Power",
+        "not taken with currentLearningRate=",
+    ),
 ]
 
 
-@pytest.mark.parametrize("changes, label, message", ADAM_COMBINATIONS,
-                         ids=[f"{c[1]}-{'-'.join(c[0])}" for c in ADAM_COMBINATIONS])
+@pytest.mark.parametrize(
+    "changes, label, message",
+    ADAM_COMBINATIONS,
+    ids=[f"{c[1]}-{'-'.join(c[0])}" for c in ADAM_COMBINATIONS],
+)
 def test_adam_overload_errors(changes, label, message):
     g = rg.Graph()
     with pytest.raises(TypeError, match=f"^adam: {label}: {message}"):
@@ -396,8 +467,11 @@ def test_run_time_shape_errors():
     w = g.variable(1.0, shape=SHAPE, dataType=rg.float32)
     unknown = g.placeholder((None, 4), rg.float32)
     step = g.applyStochasticGradientDescent(LR, variable=w, gradient=unknown)
-    with pytest.raises(ValueError, match=r"^applyStochasticGradientDescent: gradient: expected "
-                       r"the shape of variable \[3, 4\], got \[2, 4\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"^applyStochasticGradientDescent: gradient: expected "
+        r"the shape of variable \[3, 4\], got \[2, 4\]",
+    ):
         g.run(feeds={unknown: np.ones((2, 4), np.float32)}, targetOperations=[step])
     np.testing.assert_array_equal(read_all(g, [w])[w], np.ones(SHAPE, np.float32))  # unassigned
     values = g.placeholder((None, 4), rg.float32)
@@ -405,12 +479,28 @@ def test_run_time_shape_errors():
     rate = g.placeholder((None,), rg.float32)
     update = g.stochasticGradientDescent(LR, values=values, gradient=gradient)
     feeds = {values: np.ones((2, 4), np.float32), gradient: np.ones((3, 4), np.float32)}
-    with pytest.raises(ValueError, match=r"^stochasticGradientDescent: gradient: expected the "
-                       r"shape of values \[2, 4\], got \[3, 4\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"^stochasticGradientDescent: gradient: expected the "
+        r"shape of values \[2, 4\], got \[3, 4\]",
+    ):
         g.run(feeds=feeds, targetTensors=[update])
-    outputs = g.adam(currentLearningRate=rate, beta1=BETA1, beta2=BETA2, epsilon=EPSILON,
-                     values=values, momentum=values, velocity=values, gradient=values)
-    with pytest.raises(ValueError, match=r"^adam: currentLearningRate: expected a scalar or a "
-                       r"shape that broadcasts to the shape of values \[2, 4\], got \[3\]"):
-        g.run(feeds={values: np.ones((2, 4), np.float32), rate: np.ones(3, np.float32)},
-              targetTensors=outputs)
+    outputs = g.adam(
+        currentLearningRate=rate,
+        beta1=BETA1,
+        beta2=BETA2,
+        epsilon=EPSILON,
+        values=values,
+        momentum=values,
+        velocity=values,
+        gradient=values,
+    )
+    with pytest.raises(
+        ValueError,
+        match=r"^adam: currentLearningRate: expected a scalar or a "
+        r"shape that broadcasts to the shape of values \[2, 4\], got \[3\]",
+    ):
+        g.run(
+            feeds={values: np.ones((2, 4), np.float32), rate: np.ones(3, np.float32)},
+            targetTensors=outputs,
+        )

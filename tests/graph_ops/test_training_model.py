@@ -12,7 +12,9 @@ import numpy as np
 import pytest
 
 import rnngraph as rg
-from toolkit.finite_differences import record
+from graph_ops.helpers import numpy_adam
+from toolkit.finite_differences import numerical_gradients, record
+from toolkit.tolerances import relative_error
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 from char_lstm import (
@@ -25,12 +27,10 @@ from char_lstm import (
 )
 
 SIZES = Sizes(vocab=7, embed=3, hidden=4, T=5, N=2)
-EPS = 1e-6
 
 
 @pytest.fixture
-def batch():
-    rng = np.random.default_rng(2)
+def batch(rng):
     tokens = rng.integers(0, SIZES.vocab, (SIZES.T + 1, SIZES.N)).astype(np.int32)
     tokens[0, 0] = tokens[1, 1] = 3  # a repeated index: its embedding row gets two gradients
     return tokens[:-1], tokens[1:]
@@ -43,20 +43,15 @@ def model():
 
 def test_the_loss_gradient_matches_central_differences(model, batch):
     _, analytic = model.loss_and_gradients(*batch)
-    parameters = model.parameters()
+
+    def loss(parameters):
+        model.load(parameters)
+        return model.loss_and_gradients(*batch)[0]
+
     worst = 0.0
-    for name, value in parameters.items():
-        numeric = np.zeros_like(value)
-        for index in np.ndindex(value.shape):
-            moved = {k: v.copy() for k, v in parameters.items()}
-            moved[name][index] += EPS
-            model.load(moved)
-            plus = model.loss_and_gradients(*batch)[0]
-            moved[name][index] -= 2 * EPS
-            model.load(moved)
-            minus = model.loss_and_gradients(*batch)[0]
-            numeric[index] = (plus - minus) / (2 * EPS)
-        error = np.abs(analytic[name] - numeric).max() / max(1.0, np.abs(numeric).max())
+    parameters = {k: v.copy() for k, v in model.parameters().items()}  # perturbed in place
+    for name, numeric in numerical_gradients(loss, parameters).items():
+        error = relative_error(analytic[name], numeric)
         worst = max(worst, record(error, f"char LSTM model (FD): {name}"))
     assert worst < 1e-7, worst
 
@@ -81,31 +76,33 @@ def test_a_training_step_is_adam_on_those_gradients(batch):
     lr, b1, b2, eps = 0.01, 0.9, 0.999, 1e-8
     parameters = initial_parameters(SIZES, seed=4, dtype=np.float64)
     model = CharLSTM(SIZES, dataType=rg.float64, learningRate=lr, parameters=parameters)
-    expected = {k: v.copy() for k, v in parameters.items()}
-    m = {k: np.zeros_like(v) for k, v in parameters.items()}
-    v = {k: np.zeros_like(v) for k, v in parameters.items()}
+    state = {
+        k: {"values": v, "momentum": np.zeros_like(v), "velocity": np.zeros_like(v)}
+        for k, v in parameters.items()
+    }
     for step in range(1, 4):
-        twin = torch_twin(SIZES, expected)
+        twin = torch_twin(SIZES, {k: s["values"] for k, s in state.items()})
         torch_loss(twin, *batch).backward()
         grads = torch_gradients(twin)
-        rate = lr * np.sqrt(1 - b2**step) / (1 - b1**step)
-        for k, value in expected.items():
-            m[k] = b1 * m[k] + (1 - b1) * grads[k]
-            v[k] = b2 * v[k] + (1 - b2) * grads[k] ** 2
-            expected[k] = value - rate * m[k] / (np.sqrt(v[k]) + eps)
+        state = {
+            k: numpy_adam(s, [grads[k]], lr, b1, b2, eps, first=step)[0] for k, s in state.items()
+        }
+        expected = {k: s["values"] for k, s in state.items()}
         model.train_step(*batch)
         for k, value in model.parameters().items():
-            np.testing.assert_allclose(value, expected[k], rtol=0, atol=1e-12, err_msg=f"{k} @ {step}")
+            np.testing.assert_allclose(
+                value, expected[k], rtol=0, atol=1e-12, err_msg=f"{k} @ {step}"
+            )
 
 
-def test_training_lowers_the_loss_and_generation_uses_the_alphabet():
+def test_training_lowers_the_loss_and_generation_uses_the_alphabet(rng):
     from char_lstm import TEXT, Codec, batches
 
     text = TEXT.read_text()
     codec = Codec(text)
     sizes = Sizes(vocab=len(codec.alphabet), embed=8, hidden=32, T=24, N=8)
     model = CharLSTM(sizes, seed=0, learningRate=1e-2)
-    data = batches(codec.encode(text), sizes, np.random.default_rng(0))
+    data = batches(codec.encode(text), sizes, rng)
     losses = [model.train_step(*next(data)) for _ in range(60)]
     assert np.mean(losses[-10:]) < 0.75 * np.mean(losses[:5])
     sample = model.sample(codec, "The ", 40)
