@@ -234,10 +234,11 @@ void bind_rnn(py::module_& m) {
 
   m.def(
       "rnn_forward",
-      [](const py::object& options, const py::object& inputs, bool training,
+      [](const py::object& options, const py::object& inputs, const py::object& training_arg,
          const PackedWeights* packed) {
         const CellOptions opts = options_from(options, "rnn_forward: options");
         const CellTraits& t = traits_of(opts);
+        const bool training = strict_bool(training_arg, std::string(t.op) + ": training");
         const Inputs in(inputs, t.op, t.forward_labels);
         return naming_memory_errors(t.op, [&] {
           return dispatch(t.op, "source", in["source"], [&](auto tag) {
@@ -245,7 +246,7 @@ void bind_rnn(py::module_& m) {
           });
         });
       },
-      py::arg("options"), py::arg("inputs"), py::kw_only(), py::arg("training").noconvert() = false,
+      py::arg("options"), py::arg("inputs"), py::kw_only(), py::arg("training") = false,
       py::arg("packed") = nullptr,
       "Forward pass of one RNN op on dense arrays in SPEC.md layouts. inputs: {label: array or\n"
       "None} by Swift label; packed: the same recurrentWeight and inputWeight from\n"
