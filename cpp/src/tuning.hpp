@@ -187,8 +187,10 @@ constexpr long kWorkerSpinUs = 100;
 // kHostPoolRegions regions stalled, jobs run on rnngraph's own workers for kHostPoolRestUs.
 // A torch training loop stalls a few times while it warms up and rarely after: one stall
 // must not end the sharing that makes it faster. Measured, 2 threads:
-//   benchmarks/neighbours.py (neighbours-2026-11-23T0*): "all, shared" against "all, shared,
-//   no fall-back" and "paused, shared" against its twin;
+//   benchmarks/neighbours.py (neighbours-2026-11-23T071817), the fall-back off -> on, ms:
+//   beside torch, ONNX Runtime and NumPy, row 2 13.6 -> 0.53, row 4 14.8 -> 1.9, row 5
+//   20.3 -> 11.3, row 8 48.2 -> 31.8 (rnngraph's own workers: 0.53, 1.7, 10.0, 29.4);
+//   after a pause, row 2 11.3 -> 0.41, row 4 10.4 -> 1.8 (rows 5 and 8 did not stall);
 //   a torch loop, Linear -> rnngraph.torch.LSTM (T25 N16 H512) -> Linear with backward, 40
 //   steps' warm-up then 60: 18.5-19.4 ms a step with the fall-back, 18.5-19.9 without it,
 //   23-24 on rnngraph's own workers.
