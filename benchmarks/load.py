@@ -95,14 +95,14 @@ def busy(k: int) -> Iterator[Load]:
         load.stop()
 
 
-def _median(record: dict | None, library: str) -> float | None:
-    return ((record or {}).get("libs", {}).get(library) or {}).get("median_ms")
+def _entry(record: dict | None, library: str) -> dict:
+    return (record or {}).get("libs", {}).get(library) or {}
 
 
 def compare(idle: list, loaded: list, ratio_limit: float = RATIO_LIMIT) -> list[dict]:
-    """Per (row, threads): each library's idle and loaded medians and loaded / idle, whether
-    rnngraph loaded is within ``ratio_limit`` × its idle, and whether it is at most the best
-    (fastest) peer's loaded median."""
+    """Per (row, threads): each library's idle and loaded medians (and loaded means and p90s)
+    and loaded / idle, whether rnngraph loaded is within ``ratio_limit`` × its idle, and
+    whether it is at most the best (fastest) peer's loaded median, and mean."""
     at = {(r["row"], r["threads"]): r for r in loaded}
     out = []
     for r in idle:
@@ -113,13 +113,18 @@ def compare(idle: list, loaded: list, ratio_limit: float = RATIO_LIMIT) -> list[
         for lib in LIBRARIES:
             if lib not in r["libs"] and lib not in (other or {}).get("libs", {}):
                 continue
-            quiet, busy = _median(r, lib), _median(other, lib)
+            quiet, busy = _entry(r, lib).get("median_ms"), _entry(other, lib).get("median_ms")
             libs[lib] = {"idle_ms": quiet, "loaded_ms": busy,
+                         "loaded_mean_ms": _entry(other, lib).get("mean_ms"),
+                         "loaded_p90_ms": _entry(other, lib).get("p90_ms"),
                          "ratio": busy / quiet if quiet and busy else None}
         mine = libs.get("rnngraph", {})
         peers = {lib: v["loaded_ms"] for lib, v in libs.items() if lib != "rnngraph"
                  and v["loaded_ms"] is not None}
         best = min(peers, key=peers.get, default=None)
+        means = {lib: v["loaded_mean_ms"] for lib, v in libs.items() if lib != "rnngraph"
+                 and v["loaded_mean_ms"] is not None}
+        best_mean = min(means.values(), default=None)
         ratio, loaded_ms = mine.get("ratio"), mine.get("loaded_ms")
         out.append({
             "row": r["row"], "label": r["label"], "shape": r["shape"], "mode": r["mode"],
@@ -127,5 +132,7 @@ def compare(idle: list, loaded: list, ratio_limit: float = RATIO_LIMIT) -> list[
             "rnngraph_within_limit": None if ratio is None else ratio <= ratio_limit,
             "best_peer": best, "best_peer_loaded_ms": peers.get(best),
             "rnngraph_le_best_peer": (None if best is None or loaded_ms is None
-                                      else loaded_ms <= peers[best])})
+                                      else loaded_ms <= peers[best]),
+            "rnngraph_mean_le_best_peer": (None if best_mean is None or mine.get("loaded_mean_ms")
+                                           is None else mine["loaded_mean_ms"] <= best_mean)})
     return out
