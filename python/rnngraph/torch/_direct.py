@@ -46,12 +46,14 @@ def _array(where: str, value: Any, dtype: torch.dtype) -> Any:
 
 
 def _forward(cell: TorchCell, tensors: Sequence[torch.Tensor | None], options: dict[str, Any],
-             training: bool) -> tuple[dict[str, Any], tuple[torch.Tensor, ...]]:
+             training: bool, inputs: dict[str, Any] | None = None,
+             ) -> tuple[dict[str, Any], tuple[torch.Tensor, ...]]:
     """The forward kernel on ``tensors`` (in ``cell.forward_inputs`` order) and ``options``:
-    all it produced (NumPy arrays, by output name), and h and the final states as tensors."""
+    all it produced (NumPy arrays, by output name), and h and the final states as tensors.
+    ``inputs``, if given, receives the NumPy views of ``tensors`` that the kernel read."""
     bound = {**dict(zip(cell.forward_inputs, tensors)), **options,
              _ops.TRAINING[0]: training}
-    produced = _ops.forward_arrays(cell, bound)
+    produced = _ops.forward_arrays(cell, bound, inputs)
     return produced, tuple(as_tensor(produced[name]) for name in cell.differentiable_outputs)
 
 
@@ -60,24 +62,29 @@ class _Recurrent(torch.autograd.Function):
     and the final states, recorded for autograd (a training forward: zState is saved).
 
     What only the backward reads (zState, the LSTM's cell sequence) stays a NumPy array kept
-    on ``ctx`` rather than becoming an output: the gradient kernel reads it as it was written."""
+    on ``ctx`` rather than becoming an output: the gradient kernel reads it as it was written.
+    So do the NumPy views of the inputs, which the backward passes to the gradient kernel
+    once ``ctx.saved_tensors`` has checked that no input was modified in place since: the
+    fewer torch calls run between the two kernels, the less the adapter costs over a Graph
+    (those calls run from caches the kernels just filled with their own data)."""
 
     @staticmethod
     def forward(ctx: Any, cell: TorchCell, options: dict[str, Any],
                 *tensors: torch.Tensor | None) -> tuple[torch.Tensor, ...]:
-        produced, outputs = _forward(cell, tensors, options, training=True)
+        inputs: dict[str, Any] = {}
+        produced, outputs = _forward(cell, tensors, options, training=True, inputs=inputs)
         ctx.set_materialize_grads(False)  # an unused output's gradient stays None, not zeros
-        ctx.cell, ctx.options, ctx.produced = cell, options, produced  # (no tensors on ctx)
+        ctx.cell, ctx.options = cell, options  # (no tensors on ctx: NumPy arrays only)
+        ctx.produced, ctx.inputs = produced, inputs
         ctx.save_for_backward(*tensors, outputs[0])
         return outputs
 
     @staticmethod
     def backward(ctx: Any, *grads: torch.Tensor | None) -> tuple[Any, ...]:
         cell, options, produced = ctx.cell, ctx.options, ctx.produced
-        *saved, h = ctx.saved_tensors
-        inputs = dict(zip(cell.forward_inputs, saved))
+        h = ctx.saved_tensors[-1]  # (reading them raises if one was modified in place)
         # (An unused h's gradient is None: gradient_arguments gives the kernel zeros.)
-        arguments = _ops.gradient_arguments(cell, inputs, {**produced, "h": h},
+        arguments = _ops.gradient_arguments(cell, ctx.inputs, produced,
                                             dict(zip(cell.differentiable_outputs, grads)),
                                             options["bidirectional"])
         op, dtype = cell.spec.gradient_name, h.dtype

@@ -111,11 +111,15 @@ def final_step(sequence: NDArray[Any], reverse: bool, bidirectional: bool,
 
 # --- kernels -------------------------------------------------------------------------------
 
-def forward_arrays(cell: TorchCell, bound: dict[str, Any]) -> dict[str, NDArray[Any]]:
+def forward_arrays(cell: TorchCell, bound: dict[str, Any],
+                   inputs: dict[str, Any] | None = None) -> dict[str, NDArray[Any]]:
     """The forward op on ``bound`` (tensors by label, options): its outputs by name, as the
-    arrays the core wrote."""
+    arrays the core wrote. ``inputs``, if given, receives the NumPy views of the input
+    tensors the core read, by label."""
     op = cell.spec.name
     arrays = _arrays(op, cell.forward_inputs, bound)
+    if inputs is not None:
+        inputs.update(arrays)
     options = _options(cell, bound)
     reverse, bidirectional = bound["reverse"], bound["bidirectional"]
     sizes = infer_sizes(op, cell.spec, arrays, bidirectional)
@@ -227,13 +231,14 @@ def gradient_arguments(cell: TorchCell, inputs: dict[str, Any], outputs: dict[st
                        bidirectional: bool) -> dict[str, Any]:
     """The gradient op's arguments by label: the forward op's ``inputs``, its saved
     ``outputs`` (by output name) and the gradients ``grad`` of its outputs (by name; None
-    where unused)."""
+    where unused). Inputs and outputs may be tensors or NumPy arrays."""
     sequence_gradient = grad["h"]
     if sequence_gradient is None:  # the sequence unused (only the final states): dL/dh = 0
         source, weight = inputs["source"], inputs["recurrentWeight"]
         D = 2 if bidirectional else 1
-        sequence_gradient = source.new_zeros((source.shape[0], source.shape[1],
-                                              D * weight.shape[-1]))
+        shape = (source.shape[0], source.shape[1], D * weight.shape[-1])
+        sequence_gradient = (np.zeros(shape, source.dtype) if isinstance(source, np.ndarray)
+                             else source.new_zeros(shape))
     from_output = {"sourceGradient": sequence_gradient, "stateGradient": grad.get("state"),
                    "cellGradient": grad.get("cell")}
     saved = cell.saved_outputs
