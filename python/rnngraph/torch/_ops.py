@@ -232,7 +232,7 @@ def gradient_arguments(cell: TorchCell, inputs: dict[str, Any], outputs: dict[st
     """The gradient op's arguments by label: the forward op's ``inputs``, its saved
     ``outputs`` (by output name) and the gradients ``grad`` of its outputs (by name; None
     where unused). Inputs and outputs may be tensors or NumPy arrays."""
-    sequence_gradient = grad["h"]
+    sequence_gradient: Any = grad["h"]
     if sequence_gradient is None:  # the sequence unused (only the final states): dL/dh = 0
         source, weight = inputs["source"], inputs["recurrentWeight"]
         D = 2 if bidirectional else 1
