@@ -17,8 +17,10 @@ A test hands over a ``build(g, tensors) -> Tensor`` function: it builds the op u
     below ``FD_BOUND``. Keep inputs tiny (every element costs two runs) and away from kinks.
 
 Also shared by the tests here: the data-type lists ``FLOATS``, ``INTS`` and ``ALL``;
-``draw(rng, shape, dtype, low, high, away)``, random values of a data type; and
-``numpy_adam``, the NumPy Adam (AMSGrad) reference.
+``draw(rng, shape, dtype, low, high, away)``, random values of a data type;
+``numpy_adam``, the NumPy Adam (AMSGrad) reference; and ``refused_at_run(g, match, feeds,
+targetTensors, targetOperations)``, which asserts that ``g.run`` raises a ValueError whose
+message matches ``match``.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
+import pytest
 
 import rnngraph as rg
 from toolkit.finite_differences import numerical_gradients, record
@@ -141,3 +144,20 @@ def fd_check(
         error = relative_error(analytic[grads[tensors[label]]], numeric)
         worst = max(worst, record(error, f"{where or 'fd_check'}: d{label}"))
     return worst
+
+
+def refused_at_run(
+    g: rg.Graph,
+    match: str,
+    feeds: Mapping,
+    targetTensors: Sequence = (),
+    targetOperations: Sequence = (),
+) -> None:
+    """Asserts that running ``g`` on ``feeds`` raises a ValueError matching ``match`` (a shape
+    or value that only the run can check)."""
+    with pytest.raises(ValueError, match=match):
+        g.run(
+            feeds=dict(feeds),
+            targetTensors=list(targetTensors),
+            targetOperations=list(targetOperations),
+        )

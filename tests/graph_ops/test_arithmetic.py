@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import rnngraph as rg
-from graph_ops.helpers import ALL, FD_BOUND, FLOATS, draw, fd_check, run_op
+from graph_ops.helpers import ALL, FD_BOUND, FLOATS, draw, fd_check, refused_at_run, run_op
 
 BINARY = {
     "addition": np.add,
@@ -377,27 +377,27 @@ def test_run_time_errors():
     g = rg.Graph()
     a, b = g.placeholder([None], rg.float32), g.placeholder([3], rg.float32)
     out = g.addition(a, b)
-    with pytest.raises(
-        ValueError,
-        match=r"^addition: shapes do not broadcast at run time: "
+    refused_at_run(
+        g,
+        r"^addition: shapes do not broadcast at run time: "
         r"primaryTensor \[2\], secondaryTensor \[3\]",
-    ):
-        g.run(feeds={a: np.ones(2, np.float32), b: np.ones(3, np.float32)}, targetTensors=[out])
+        {a: np.ones(2, np.float32), b: np.ones(3, np.float32)},
+        [out],
+    )
     i, j = g.placeholder([2], rg.int32), g.placeholder([2], rg.int32)
     out = g.division(i, j)
-    with pytest.raises(ValueError, match="^division: secondaryTensor: integer division by zero"):
-        g.run(feeds={i: [1, 2], j: [1, 0]}, targetTensors=[out])
+    refused_at_run(
+        g, "^division: secondaryTensor: integer division by zero", {i: [1, 2], j: [1, 0]}, [out]
+    )
     m, n = g.placeholder([2, None], rg.float32), g.placeholder([3, 2], rg.float32)
     out = g.matrixMultiplication(m, n)
-    with pytest.raises(
-        ValueError,
-        match=r"^matrixMultiplication: shapes do not match at run "
-        r"time: primary \[2, 2\], secondary \[3, 2\]",
-    ):
-        g.run(
-            feeds={m: np.ones((2, 2), np.float32), n: np.ones((3, 2), np.float32)},
-            targetTensors=[out],
-        )
+    refused_at_run(
+        g,
+        r"^matrixMultiplication: shapes do not match at run time: primary \[2, 2\], "
+        r"secondary \[3, 2\]",
+        {m: np.ones((2, 2), np.float32), n: np.ones((3, 2), np.float32)},
+        [out],
+    )
 
 
 BUILD_ERRORS = (

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import rnngraph as rg
-from graph_ops.helpers import numpy_adam
+from graph_ops.helpers import numpy_adam, refused_at_run
 from rnngraph.graph import Operation
 from toolkit.tolerances import assert_close
 
@@ -467,24 +467,26 @@ def test_run_time_shape_errors():
     w = g.variable(1.0, shape=SHAPE, dataType=rg.float32)
     unknown = g.placeholder((None, 4), rg.float32)
     step = g.applyStochasticGradientDescent(LR, variable=w, gradient=unknown)
-    with pytest.raises(
-        ValueError,
-        match=r"^applyStochasticGradientDescent: gradient: expected "
-        r"the shape of variable \[3, 4\], got \[2, 4\]",
-    ):
-        g.run(feeds={unknown: np.ones((2, 4), np.float32)}, targetOperations=[step])
+    refused_at_run(
+        g,
+        r"^applyStochasticGradientDescent: gradient: expected the shape of variable \[3, 4\], "
+        r"got \[2, 4\]",
+        {unknown: np.ones((2, 4), np.float32)},
+        targetOperations=[step],
+    )
     np.testing.assert_array_equal(read_all(g, [w])[w], np.ones(SHAPE, np.float32))  # unassigned
     values = g.placeholder((None, 4), rg.float32)
     gradient = g.placeholder((None, 4), rg.float32)
     rate = g.placeholder((None,), rg.float32)
     update = g.stochasticGradientDescent(LR, values=values, gradient=gradient)
     feeds = {values: np.ones((2, 4), np.float32), gradient: np.ones((3, 4), np.float32)}
-    with pytest.raises(
-        ValueError,
-        match=r"^stochasticGradientDescent: gradient: expected the "
-        r"shape of values \[2, 4\], got \[3, 4\]",
-    ):
-        g.run(feeds=feeds, targetTensors=[update])
+    refused_at_run(
+        g,
+        r"^stochasticGradientDescent: gradient: expected the shape of values \[2, 4\], "
+        r"got \[3, 4\]",
+        feeds,
+        [update],
+    )
     outputs = g.adam(
         currentLearningRate=rate,
         beta1=BETA1,
@@ -495,12 +497,10 @@ def test_run_time_shape_errors():
         velocity=values,
         gradient=values,
     )
-    with pytest.raises(
-        ValueError,
-        match=r"^adam: currentLearningRate: expected a scalar or a "
-        r"shape that broadcasts to the shape of values \[2, 4\], got \[3\]",
-    ):
-        g.run(
-            feeds={values: np.ones((2, 4), np.float32), rate: np.ones(3, np.float32)},
-            targetTensors=outputs,
-        )
+    refused_at_run(
+        g,
+        r"^adam: currentLearningRate: expected a scalar or a shape that broadcasts to the "
+        r"shape of values \[2, 4\], got \[3\]",
+        {values: np.ones((2, 4), np.float32), rate: np.ones(3, np.float32)},
+        outputs,
+    )
