@@ -67,26 +67,25 @@ def rnngraph_child(threads: int, budget: float) -> dict:
     rg.set_num_threads(threads)
     sizes, (inputs, targets) = _model_inputs()
     model = CharLSTM(sizes, seed=0)
-    for _ in range(3):
-        model.train_step(inputs, targets)
     spent: dict = defaultdict(float)
     _timed_ops(model.graph, spent)
-    steps, kinds = [], []
-    deadline = time.perf_counter() + budget
-    while len(steps) < 10 or time.perf_counter() < deadline:
+    kinds = []
+
+    def step():
         spent.clear()
-        start = time.perf_counter()
         model.train_step(inputs, targets)
-        steps.append(time.perf_counter() - start)
         kinds.append(dict(spent))
-    median = statistics.median(steps)
+
+    timed = measure(step, budget_s=budget, settle_s=0)  # as torch_child's
+    kinds = kinds[-timed["reps"]:]  # the timed steps' (not the warm-up's)
+    median = timed["median_ms"]
     per_kind = {k: statistics.median(s.get(k, 0.0) for s in kinds) * 1e3
                 for k in set().union(*kinds)}
     recurrent = sum(per_kind.get(k, 0.0) for k in RECURRENT)
     ops_total = statistics.median(sum(s.values()) for s in kinds) * 1e3
-    return {"library": "rnngraph", "threads": threads, "median_ms": median * 1e3,
-            "reps": len(steps), "recurrent_ms": recurrent,
-            "around_ms": ops_total - recurrent, "run_overhead_ms": median * 1e3 - ops_total,
+    return {"library": "rnngraph", "threads": threads, "median_ms": median,
+            "reps": timed["reps"], "recurrent_ms": recurrent,
+            "around_ms": ops_total - recurrent, "run_overhead_ms": median - ops_total,
             "by_kind_ms": dict(sorted(per_kind.items(), key=lambda kv: -kv[1]))}
 
 

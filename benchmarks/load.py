@@ -99,6 +99,17 @@ def _entry(record: dict | None, library: str) -> dict:
     return (record or {}).get("libs", {}).get(library) or {}
 
 
+def _best_peer(libs: dict, key: str) -> tuple[str | None, float | None]:
+    """The peer with the least ``key`` (loaded_ms, loaded_mean_ms) and that value."""
+    found = {lib: v[key] for lib, v in libs.items() if lib != "rnngraph" and v[key] is not None}
+    best = min(found, key=found.get, default=None)
+    return best, found.get(best)
+
+
+def _at_most(mine: float | None, best: float | None) -> bool | None:
+    return None if mine is None or best is None else mine <= best
+
+
 def compare(idle: list, loaded: list, ratio_limit: float = RATIO_LIMIT) -> list[dict]:
     """Per (row, threads): each library's idle and loaded medians (and loaded means and p90s)
     and loaded / idle, whether rnngraph loaded is within ``ratio_limit`` × its idle, and
@@ -113,26 +124,20 @@ def compare(idle: list, loaded: list, ratio_limit: float = RATIO_LIMIT) -> list[
         for lib in LIBRARIES:
             if lib not in r["libs"] and lib not in (other or {}).get("libs", {}):
                 continue
-            quiet, busy = _entry(r, lib).get("median_ms"), _entry(other, lib).get("median_ms")
-            libs[lib] = {"idle_ms": quiet, "loaded_ms": busy,
-                         "loaded_mean_ms": _entry(other, lib).get("mean_ms"),
-                         "loaded_p90_ms": _entry(other, lib).get("p90_ms"),
-                         "ratio": busy / quiet if quiet and busy else None}
+            quiet, busy = _entry(r, lib), _entry(other, lib)
+            idle_ms, loaded_ms = quiet.get("median_ms"), busy.get("median_ms")
+            libs[lib] = {"idle_ms": idle_ms, "loaded_ms": loaded_ms,
+                         "loaded_mean_ms": busy.get("mean_ms"), "loaded_p90_ms": busy.get("p90_ms"),
+                         "ratio": loaded_ms / idle_ms if idle_ms and loaded_ms else None}
         mine = libs.get("rnngraph", {})
-        peers = {lib: v["loaded_ms"] for lib, v in libs.items() if lib != "rnngraph"
-                 and v["loaded_ms"] is not None}
-        best = min(peers, key=peers.get, default=None)
-        means = {lib: v["loaded_mean_ms"] for lib, v in libs.items() if lib != "rnngraph"
-                 and v["loaded_mean_ms"] is not None}
-        best_mean = min(means.values(), default=None)
-        ratio, loaded_ms = mine.get("ratio"), mine.get("loaded_ms")
+        best, best_ms = _best_peer(libs, "loaded_ms")
+        _, best_mean_ms = _best_peer(libs, "loaded_mean_ms")
+        ratio = mine.get("ratio")
         out.append({
             "row": r["row"], "label": r["label"], "shape": r["shape"], "mode": r["mode"],
             "threads": r["threads"], "libs": libs,
             "rnngraph_within_limit": None if ratio is None else ratio <= ratio_limit,
-            "best_peer": best, "best_peer_loaded_ms": peers.get(best),
-            "rnngraph_le_best_peer": (None if best is None or loaded_ms is None
-                                      else loaded_ms <= peers[best]),
-            "rnngraph_mean_le_best_peer": (None if best_mean is None or mine.get("loaded_mean_ms")
-                                           is None else mine["loaded_mean_ms"] <= best_mean)})
+            "best_peer": best, "best_peer_loaded_ms": best_ms,
+            "rnngraph_le_best_peer": _at_most(mine.get("loaded_ms"), best_ms),
+            "rnngraph_mean_le_best_peer": _at_most(mine.get("loaded_mean_ms"), best_mean_ms)})
     return out

@@ -114,22 +114,44 @@ def measure(case: str, row_id: int, threads: int, reps: int, pause_s: float) -> 
         times.append(time.perf_counter() - t1)
         gaps.append(t1 - t0)
     stalled, rests = core._host_pool_stalls()
-    return {"ms": 1e3 * statistics.median(times), "neighbours_ms": 1e3 * statistics.median(gaps),
-            "stalled_regions": stalled, "rests": rests}
+    return {
+        "ms": 1e3 * statistics.median(times),
+        "neighbours_ms": 1e3 * statistics.median(gaps),
+        "stalled_regions": stalled,
+        "rests": rests,
+    }
 
 
 def run_case(case: str, row: int, a, pause_s: float = 0.0) -> dict:
-    return run_json(__file__, ["--child", case, str(row), "--threads", str(a.threads), "--reps",
-                               str(a.reps), "--pause", str(pause_s)])
+    return run_json(
+        __file__,
+        [
+            "--child",
+            case,
+            str(row),
+            "--threads",
+            str(a.threads),
+            "--reps",
+            str(a.reps),
+            "--pause",
+            str(pause_s),
+        ],
+    )
 
 
 def write(path: Path | None, results: list) -> None:
     if path:
-        cases = {c: [*names, *(["torch's pool shared"] if shared else []),
-                     *([] if fall_back else ["no fall-back"])]
-                 for c, (names, shared, fall_back) in CASES.items()}
-        path.write_text(json.dumps({"command": sys.argv, "cases": cases, "results": results},
-                                   indent=1))
+        cases = {
+            c: [
+                *names,
+                *(["torch's pool shared"] if shared else []),
+                *([] if fall_back else ["no fall-back"]),
+            ]
+            for c, (names, shared, fall_back) in CASES.items()
+        }
+        path.write_text(
+            json.dumps({"command": sys.argv, "cases": cases, "results": results}, indent=1)
+        )
 
 
 def main(argv=None) -> None:

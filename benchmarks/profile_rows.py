@@ -64,7 +64,8 @@ def main(argv=None) -> None:
         cells = " | ".join(f"{r['sections_ms'][n]:.2f}" for n in names)
         print(f"| {r['row']} | {r['wall_ms']:.2f} | {cells} | {r['outside_ms']:.2f} |")
     if a.out:
-        a.out.write_text(json.dumps({"threads": a.threads, "thresholds": a.threshold, "results": results}, indent=1))
+        a.out.write_text(json.dumps({"threads": a.threads, "thresholds": a.threshold,
+                                     "results": results}, indent=1))
 
 
 if __name__ == "__main__":

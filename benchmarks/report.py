@@ -61,7 +61,8 @@ def load_table(data: dict) -> str:
                          f"| {_num(v.get('loaded_p90_ms'))} |")
     limit = load["ratio_limit"]
     lines += ["", (f"| # | row | threads | rnngraph loaded / idle | ≤ {limit:g}× idle "
-                   "| rnngraph loaded ms | best peer loaded ms | ≤ best peer | mean ≤ best peer's |"),
+                   "| rnngraph loaded ms | best peer loaded ms | ≤ best peer "
+                   "| mean ≤ best peer's |"),
               "|---|---|---|---|---|---|---|---|---|"]
     for c in load["comparison"]:
         mine = c["libs"].get("rnngraph", {})
@@ -72,21 +73,20 @@ def load_table(data: dict) -> str:
                      f"| {_num(mine.get('loaded_ms'))} | {best} "
                      f"| {_yes(c['rnngraph_le_best_peer'])} "
                      f"| {_yes(c.get('rnngraph_mean_le_best_peer'))} |")
-    within = [c["rnngraph_within_limit"] for c in load["comparison"]
-              if c["rnngraph_within_limit"] is not None]
-    beats = [c["rnngraph_le_best_peer"] for c in load["comparison"]
-             if c["rnngraph_le_best_peer"] is not None]
-    by_mean = [c.get("rnngraph_mean_le_best_peer") for c in load["comparison"]
-               if c.get("rnngraph_mean_le_best_peer") is not None]
+
+    def tally(key: str) -> str:
+        found = [c[key] for c in load["comparison"] if c.get(key) is not None]
+        return f"{sum(found)} of {len(found)}"
+
     average = load.get("load_average_loaded_end") or [float("nan")]
     where = ("all libraries in one process" if meta.get("mode") == "in-process"
              else "each library in its own process")
     lines += ["", (f"Under load: {load['k']} busy process{'es' * (load['k'] != 1)} (`while True: "
                    f"pass`) on {meta['machine']['usable_cpus']} CPUs, load average "
                    f"{average[0]:.2f} at the end of the loaded phase; ms: medians, {where}. "
-                   f"rnngraph loaded ≤ {limit:g}× idle "
-                   f"on {sum(within)} of {len(within)}; ≤ the best peer loaded on {sum(beats)} "
-                   f"of {len(beats)} by median, on {sum(by_mean)} of {len(by_mean)} by mean.")]
+                   f"rnngraph loaded ≤ {limit:g}× idle on {tally('rnngraph_within_limit')}; "
+                   f"≤ the best peer loaded on {tally('rnngraph_le_best_peer')} by median, "
+                   f"on {tally('rnngraph_mean_le_best_peer')} by mean.")]
     return "\n".join(lines)
 
 

@@ -16,7 +16,6 @@ import argparse
 import json
 import os
 import resource
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -104,6 +103,7 @@ def main(argv=None):
 
     import machine
     from report import RESULTS
+    from script_child import run_json
 
     t_sweep, n_sweep = (T_SWEEP[:-1], N_SWEEP[:-1]) if a.quick else (T_SWEEP, N_SWEEP)
     a.reps = 1 if a.quick else a.reps
@@ -111,11 +111,10 @@ def main(argv=None):
     for T, N in [(T, N_AT) for T in t_sweep] + [(T_AT, N) for N in n_sweep]:
         if (T, N) in points:
             continue
-        command = [sys.executable, __file__, "--point", str(T), str(N), "--reps", str(a.reps)]
-        command += ["--threads", str(a.threads)] if a.threads else []
-        done = subprocess.run(command, capture_output=True, text=True, check=True,
-                              env={**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536"})
-        points[T, N] = json.loads(done.stdout.strip().splitlines()[-1])
+        args = ["--point", str(T), str(N), "--reps", str(a.reps)]
+        args += ["--threads", str(a.threads)] if a.threads else []
+        points[T, N] = run_json(__file__, args,
+                                env={**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536"})
         pt = points[T, N]
         print(f"T={T:4d} N={N:4d}: {pt['median_ms']:8.1f} ms  peak {pt['peak_mb']:7.1f} MB",
               file=sys.stderr)

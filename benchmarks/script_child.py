@@ -1,6 +1,7 @@
 """Run a benchmark script again as a measuring child and read its result: the last line of
-its standard output, as JSON (neighbours.py and bench_training_step.py measure each case in a
-fresh process this way; bench_rnn.py's isolated mode has its own protocol, isolation.py).
+its standard output, as JSON (neighbours.py, bench_training_step.py and scaling.py measure
+each case in a fresh process this way; bench_rnn.py's isolated mode has its own protocol,
+isolation.py).
 
 The child dies with the parent (PR_SET_PDEATHSIG), a child past ``timeout_s`` is killed, and
 a failing child's error is raised with the end of what it wrote to standard error.
@@ -21,8 +22,10 @@ def die_with_parent() -> None:
     ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
-def run_json(script: str | Path, args: list[str], timeout_s: float | None = None) -> dict:
-    """The JSON object that ``python3 script *args`` printed last."""
+def run_json(script: str | Path, args: list[str], timeout_s: float | None = None,
+             env: dict | None = None) -> dict:
+    """The JSON object that ``python3 script *args`` printed last (``env``: the child's
+    environment, default this process's)."""
     command = [sys.executable, str(script), *args]
     try:
         done = subprocess.run(
@@ -33,6 +36,7 @@ def run_json(script: str | Path, args: list[str], timeout_s: float | None = None
             timeout=timeout_s,
             preexec_fn=die_with_parent,
             stdin=subprocess.DEVNULL,
+            env=env,
         )
     except subprocess.TimeoutExpired as e:
         raise RuntimeError(f"{' '.join(command[1:])}: no result within {timeout_s} s") from e

@@ -34,8 +34,8 @@ def measure_interleaved(steps: dict, budget_s: float = 2.0, rounds: int = 4, min
     """``measure`` for several libraries' steps of one row, taken in turns: each is warmed up,
     then ``rounds`` rounds give every step its share of repetitions in turn (the order rotating
     from round to round), so a slow spell of a shared machine falls on all of them alike.
-    Returns {name: {"median_ms", "min_ms", "mean_ms", "p90_ms", "reps"}} over all of a step's repetitions (and the
-    settle fields where ``settle`` is given)."""
+    Returns {name: {"median_ms", "min_ms", "mean_ms", "p90_ms", "reps"}} (``spread``) over all
+    of a step's repetitions (and the settle fields where ``settle`` is given)."""
     checks: dict = {name: [] for name in steps}
 
     def pause(name: str) -> None:
@@ -73,11 +73,10 @@ def spread(seconds: list[float]) -> dict:
 
     The median is what the tables compare; the mean and p90 show what it hides under load: a
     pool that waits for a descheduled worker runs most calls at full speed and a few many
-    times slower (ONNX Runtime, 2 cores, 1 busy process, row 4: median 0.82 ms, p90 5.0 ms,
-    mean 1.9 ms), one that lets the caller finish the late worker's items runs more calls
-    somewhat slower (rnngraph: median 1.38, p90 1.53, mean 1.43)."""
+    times slower, one that lets the caller finish the late worker's items runs more calls
+    somewhat slower (docs/runtime.md, "Medians and what they hide", has the figures)."""
     ordered = sorted(seconds)
-    p90 = ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))]
+    p90 = ordered[round(0.9 * (len(ordered) - 1))]
     return {"median_ms": 1e3 * statistics.median(ordered), "min_ms": 1e3 * ordered[0],
             "mean_ms": 1e3 * statistics.fmean(ordered), "p90_ms": 1e3 * p90,
             "reps": len(ordered)}
