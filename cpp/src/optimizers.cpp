@@ -3,7 +3,6 @@
 // thread count).
 #include "rnngraph/optimizers.hpp"
 
-#include <algorithm>
 #include <cmath>
 
 #include "parallel.hpp"

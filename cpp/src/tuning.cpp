@@ -23,7 +23,6 @@ Index parallel_threshold(ParallelSite site) {
 }
 
 void set_parallel_threshold(ParallelSite site, Index value) {
-  if (site == ParallelSite::team && value == 0) value = 1;  // a divisor (tuning.hpp)
   overrides[static_cast<int>(site)].store(value < 0 ? -1 : value, std::memory_order_relaxed);
 }
 

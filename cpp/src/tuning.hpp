@@ -48,10 +48,9 @@ constexpr Index kParallelDefaults[] = {
     // pack: packing R for the forward (LSTM, T·N = 32): crossover 147K (1.20x); 2^18.
     Index(1) << 18,
     // team: a team thread per this many multiply-adds of a step's product (a divisor, not a
-    // threshold, which set_parallel_threshold keeps at 1 or more; moved by profile_rows.py
-    // --threshold, which the 16-core team sweep used, machine16-profile-16threads-team*).
-    // A team of 16 on a
-    // step of 0.8M (row 2, GRU H = 512, N = 1) ran 0.125 ms against 0.094 ms with 4 threads
+    // threshold, which team_size counts as 1 or more; moved by profile_rows.py --threshold,
+    // which the 16-core team sweep used, machine16-profile-16threads-team*). A team of 16 on
+    // a step of 0.8M (row 2, GRU H = 512, N = 1) ran 0.125 ms against 0.094 ms with 4 threads
     // on the 16-core machine (results/machine16-sweep-2026-11-22T2244.md), each thread's
     // share of a step there being 49K against 197K.
     Index(1) << 17,

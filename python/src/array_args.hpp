@@ -97,18 +97,13 @@ py::array_t<S> output(const Shape& shape) {
   return pooled_array<S>(std::vector<py::ssize_t>(shape.begin(), shape.end()));
 }
 
-// A Python bool, else TypeError naming `where` (numpy.bool_ too: pybind11's bool caster
-// would take it even without conversion, where the options' flags refuse it).
+// A Python bool, else TypeError naming `where` (numpy.bool_ too, which pybind11's bool
+// caster takes even without conversion).
 inline bool strict_bool(const py::handle& value, const std::string& where) {
   if (!py::isinstance<py::bool_>(value)) {
     throw py::type_error(where + ": expected a bool, got " + std::string(py::repr(value)));
   }
   return value.cast<bool>();
-}
-
-inline bool flag(const py::dict& d, const char* key, bool fallback = false) {
-  if (!d.contains(key)) return fallback;
-  return strict_bool(d[key], std::string("options: ") + key);
 }
 
 }  // namespace rnngraph::bind

@@ -28,12 +28,15 @@ struct WorkSplit {
 };
 
 // Threads that share each step of a direction: at most one per kTeamUnitsPerThread hidden
-// units and per the "team" site's multiply-adds of the step's product (tuning.hpp).
+// units and per the "team" site's multiply-adds of the step's product (tuning.hpp; a
+// divisor, so 0, set for a measurement, counts as 1).
 inline int team_size(const RNNShape& s, int recurrent_gates, int threads) {
   const Index step_work = s.N * recurrent_gates * s.H * s.H;
+  const Index work_per_thread =
+      std::max<Index>(1, tuning::parallel_threshold(tuning::ParallelSite::team));
   return static_cast<int>(std::max<Index>(
-      1, std::min({Index(threads), s.H / tuning::kTeamUnitsPerThread,
-                   step_work / tuning::parallel_threshold(tuning::ParallelSite::team)})));
+      1,
+      std::min({Index(threads), s.H / tuning::kTeamUnitsPerThread, step_work / work_per_thread})));
 }
 
 inline SplitPath choose_split(const RNNShape& s, int recurrent_gates, Index scalar_bytes,
