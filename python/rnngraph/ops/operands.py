@@ -107,16 +107,23 @@ def axis_index(op: str, label: str, axis: object, rank: int) -> int:
     return int(axis) % rank
 
 
-def axes_indices(op: str, label: str, axes: object, rank: int) -> tuple[int, ...]:
-    """A sequence of distinct axes, each as ``axis_index`` reads it, sorted."""
+def ordered_axes(op: str, label: str, axes: object, rank: int) -> tuple[int, ...]:
+    """A sequence of distinct axes (or one int axis), each as ``axis_index`` reads it, in
+    the given order."""
     if isinstance(axes, (int, np.integer)) and not isinstance(axes, bool):
         axes = [axes]
     if not isinstance(axes, Iterable) or isinstance(axes, (str, bytes)):
         raise TypeError(f"{op}: {label}: expected a sequence of int axes, got {axes!r}")
-    found = [axis_index(op, label, a, rank) for a in axes]
+    entries = list(axes)
+    found = tuple(axis_index(op, label, a, rank) for a in entries)
     if len(set(found)) != len(found):
-        raise ValueError(f"{op}: {label}: repeated axis in {list(axes)}")
-    return tuple(sorted(found))
+        raise ValueError(f"{op}: {label}: repeated axis in {entries}")
+    return found
+
+
+def axes_indices(op: str, label: str, axes: object, rank: int) -> tuple[int, ...]:
+    """``ordered_axes``, sorted."""
+    return tuple(sorted(ordered_axes(op, label, axes, rank)))
 
 
 def axis_or_axes(op: str, axis: object, axes: object) -> tuple[str, list[object]]:

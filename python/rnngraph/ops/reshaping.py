@@ -8,13 +8,21 @@ the results are views of the input (operands.VIEW); Graph.run returns them as co
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from rnngraph.ops.arguments import integer_argument, naming, present
-from rnngraph.ops.operands import VIEW, axes_indices, axis_index, axis_or_axes, operand, record
+from rnngraph.ops.operands import (
+    VIEW,
+    axes_indices,
+    axis_index,
+    axis_or_axes,
+    operand,
+    ordered_axes,
+    record,
+)
 from rnngraph.shapes import shape_text
 
 if TYPE_CHECKING:
@@ -69,16 +77,8 @@ class ReshapingOps:
             ``[d(permutation[0]), ..., d(permutation[r-1])]``, same type.
         """
         x = operand(self, tensor, "transpose: tensor")
-        single = isinstance(permutation, (int, np.integer)) and not isinstance(permutation, bool)
-        if not single and (isinstance(permutation, (str, bytes))
-                           or not isinstance(permutation, Iterable)):
-            raise TypeError(f"transpose: permutation: expected a sequence of int axes, got "
-                            f"{permutation!r}")
-        entries = [permutation] if single else list(permutation)
-        order = tuple(axis_index("transpose", "permutation", p, x.rank) for p in entries)
-        if len(set(order)) != len(order):
-            raise ValueError(f"transpose: permutation: repeated axis in {entries}")
-        if single or len(order) != x.rank:
+        order = ordered_axes("transpose", "permutation", permutation, x.rank)
+        if isinstance(permutation, (int, np.integer)) or len(order) != x.rank:
             raise ValueError(f"transpose: permutation: expected a permutation of "
                              f"{list(range(x.rank))}, got {permutation!r}")
         return _permuted(self, "transpose", name, x, order)

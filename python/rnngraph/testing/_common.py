@@ -4,14 +4,10 @@ and the checks of a graph, a tolerance or a step."""
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from rnngraph.graph import Graph
-
-if TYPE_CHECKING:
-    from numpy.typing import NDArray
 
 
 def _table(rows: list[list[str]]) -> str:
@@ -25,12 +21,6 @@ def _table(rows: list[list[str]]) -> str:
 def _times(error: float) -> str:
     """An error as a multiple of its tolerance, for a message."""
     return "inf" if math.isinf(error) else f"{error:.3g}"
-
-
-def _tolerance(atol: float, rtol: float, desired: NDArray[Any]) -> NDArray[np.float64]:
-    """``atol + rtol·|desired|``, element by element: how far each element may be off."""
-    scale: NDArray[np.float64] = atol + rtol * np.abs(desired)
-    return scale
 
 
 def _check_graph(function: str, graph: object) -> None:

@@ -158,16 +158,17 @@ class _RecurrentModule(nn.Module):
             if list(state.shape) != expected:
                 raise ValueError(f"{where}: {name}: expected shape {expected} ([D, N, H] for "
                                  f"time-major input), got {list(state.shape)}")
-            # [D, N, H] -> [N, D·H]; one view when D = 1 (each view op is an autograd node)
-            states[label] = (state.reshape(N, H) if D == 1
+            # [D, N, H] -> [N, D·H]: one view when D = 1, none for unbatched [1, H] (each view
+            # op is an autograd node)
+            states[label] = (state if D == 1 and unbatched else state.reshape(N, H) if D == 1
                              else state.reshape(D, N, H).transpose(0, 1).reshape(N, D * H))
         return states
 
     def _torch_state(self, state: torch.Tensor, N: int, unbatched: bool) -> torch.Tensor:
         """The op's final state ``[N, D·H]`` as torch.nn's ``[D, N, H]`` (``[D, H]``)."""
         D, H = self.num_directions, self.hidden_size
-        if D == 1:  # one view, as above
-            return state.reshape(1, H) if unbatched else state.unsqueeze(0)
+        if D == 1:  # as above: unbatched, [N, H] = [1, H] already; else one view
+            return state if unbatched else state.unsqueeze(0)
         out = state.reshape(N, D, H).transpose(0, 1).contiguous()
         return out.squeeze(1) if unbatched else out
 
