@@ -3,8 +3,9 @@
     python3 benchmarks/child.py '{"library": "torch", "threads": 2, "rows": [1, 2],
                                   "timing": {"budget_s": 0.25, "min_reps": 5, "settle_s": 0.1}}'
 
-library: rnngraph, torch, onnxruntime, rnngraph.torch (the PyTorch adapter, adapter.py), or
-sgemm (the ceiling through rnngraph's OpenBLAS). "model": "rnngraph" | "torch" times
+library: rnngraph, torch, onnxruntime, onednn (each row timed by the C++ driver of
+onednn_peer.py, in a process of its own), rnngraph.torch (the PyTorch adapter, adapter.py), or
+sgemm (the ceiling through rnngraph's OpenBLAS; with "dgemm": true also dgemm's). "model": "rnngraph" | "torch" times
 adapter.model_step (a language-model training step) instead of rows.
 A process imports only what its library needs: rnngraph's never loads torch or onnxruntime,
 so their thread pools cannot exist there. "default_row1": true (rnngraph) first times row 1
@@ -82,6 +83,17 @@ def measure_row(make: Callable[[Row], Callable | None], row: Row, timing: dict) 
     return add_gflops({"entry": entry}, row)["entry"]
 
 
+def measure_onednn_row(row: Row, threads: int, timing: dict) -> dict:
+    """oneDNN's driver times ``row`` itself (the same warm-up and repetitions, in C++)."""
+    import onednn_peer
+
+    try:
+        entry = onednn_peer.measure(row, threads, timing)
+    except Exception as error:  # noqa: BLE001 (a failing row must not end the process)
+        return _error(error)
+    return add_gflops({"entry": entry}, row)["entry"]
+
+
 def info(library: str, started: float) -> dict:
     """What ran here: versions, thread pools, and which libraries this process imported."""
     import machine
@@ -116,7 +128,7 @@ def run(spec: dict) -> None:
         from ceiling import sgemm_ceiling
 
         emit("ceiling", ceiling=sgemm_ceiling(threads, budget_s=timing["budget_s"], min_reps=3,
-                                              settle=RECORD_ONLY))
+                                              settle=RECORD_ONLY, dgemm=spec.get("dgemm", False)))
     else:
         if spec.get("default_row1"):  # before anything here sets rnngraph's thread count
             import ours
@@ -125,6 +137,11 @@ def run(spec: dict) -> None:
 
             used = rnngraph.get_num_threads()
             emit("default", entry=measure_row(ours.make_step, BY_ID[1], timing), threads_used=used)
+        if library == "onednn":
+            for row_id in spec.get("rows", ()):
+                emit("row", row=row_id, entry=measure_onednn_row(BY_ID[row_id], threads, timing))
+            emit("info", info=info(library, started))
+            return
         make = maker(library, threads)
         if spec.get("model"):
             import adapter

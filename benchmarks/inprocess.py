@@ -5,6 +5,7 @@ PyTorch's, ONNX Runtime's and OpenBLAS's threads keep spinning after a call, so 
 measurement here starts with the settle check (settle.py): the other threads of the process
 must have used ~0 CPU time over a window (waiting up to settle.LIMIT_S); what they used is
 recorded per measurement as settle_cpu_ms (and settle_cpu_ms_first, before any waiting).
+oneDNN, a C++ driver that times itself in a process of its own, is left out of this mode.
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ def measure(rows: list[Row], threads: list[int], timing: dict, bar: Any) -> dict
     if torch.get_num_interop_threads() != 1:  # settable once (a second pass finds it set)
         torch.set_num_interop_threads(1)
     results, ceiling = [], {}
+    dgemm = any(row.dtype == "float64" for row in rows)
     try:
         if BY_ID[1] in rows:  # row 1 with rnngraph's untouched default thread settings
             bar.set_description("row 1 rnngraph default threads")
@@ -78,17 +80,19 @@ def measure(rows: list[Row], threads: list[int], timing: dict, bar: Any) -> dict
             bar.update()
         for n in threads:
             bar.set_description(f"{n} thr sgemm ceiling")
-            start = sgemm_ceiling(n, budget_s=timing["budget_s"], min_reps=3, settle=CHECK)
+            start = sgemm_ceiling(n, budget_s=timing["budget_s"], min_reps=3, settle=CHECK,
+                                  dgemm=dgemm)
             bar.update()
             # After the ceiling (which sets only OpenBLAS's count): rnngraph keeps its own.
             rnngraph.set_num_threads(n)
             torch.set_num_threads(n)
             for row in rows:
-                libraries = libraries_for(row)
+                libraries = [lib for lib in libraries_for(row) if lib != "onednn"]
                 bar.set_description(f"{n} thr row {row.id}")
                 results.append(record(row, n, measure_row(libraries, row, n, timing)))
                 bar.update(len(libraries))
-            end = sgemm_ceiling(n, budget_s=timing["budget_s"], min_reps=3, settle=CHECK)
+            end = sgemm_ceiling(n, budget_s=timing["budget_s"], min_reps=3, settle=CHECK,
+                                dgemm=dgemm)
             ceiling[str(n)] = merge_ceiling(start, end)
             bar.update()
     finally:

@@ -1,8 +1,9 @@
 """The isolated mode (bench_rnn.py's default): each library, at each thread count, in a fresh
 process of its own (child.py), so no other library's thread pool exists where it is timed.
 
-Per thread count, in order: the sgemm ceiling, rnngraph, PyTorch, ONNX Runtime, the sgemm
-ceiling again (each a process). The parent only starts the processes and collects their lines.
+Per thread count, in order: the sgemm ceiling (and dgemm's, when float64 rows run), rnngraph,
+ONNX Runtime, oneDNN, PyTorch, the ceiling again (each a process; oneDNN's child starts its
+C++ driver, onednn_peer.py, a process per row). The parent only starts the processes and collects their lines.
 """
 
 from __future__ import annotations
@@ -75,10 +76,11 @@ def _failure(how: dict) -> dict:
                      f"{(how.get('stderr_tail') or '').strip()[-300:]}"}
 
 
-def _ceiling(threads: int, timing: dict, timeout_s: float, bar: Any, out: dict) -> dict:
+def _ceiling(threads: int, timing: dict, timeout_s: float, bar: Any, out: dict,
+             dgemm: bool) -> dict:
     bar.set_description(f"{threads} thr sgemm ceiling")
-    messages, how = run_child({"library": "sgemm", "threads": threads, "timing": timing},
-                              timeout_s, bar)
+    messages, how = run_child({"library": "sgemm", "threads": threads, "timing": timing,
+                               "dgemm": dgemm}, timeout_s, bar)
     _collect(messages, how, out)
     found = [m["ceiling"] for m in messages if m["kind"] == "ceiling"]
     if not found:
@@ -111,8 +113,9 @@ def measure(rows: list[Row], threads: list[int], timing: dict, bar: Any,
         return max(0.0, min(timeout_s, deadline - time.perf_counter()))
 
     default_wanted = BY_ID[1] in rows
+    dgemm = any(row.dtype == "float64" for row in rows)
     for n in threads:
-        start = _ceiling(n, timing, limit(), bar, out)
+        start = _ceiling(n, timing, limit(), bar, out, dgemm)
         entries: dict = {row.id: {} for row in rows}
         for library in LIBRARIES:
             mine = [row.id for row in rows if library in libraries_for(row)]
@@ -138,7 +141,7 @@ def measure(rows: list[Row], threads: list[int], timing: dict, bar: Any,
                 if row_id not in done:
                     entries[row_id][library] = _failure(how)
             bar.update(len(mine) - len(done))
-        end = _ceiling(n, timing, limit(), bar, out)
+        end = _ceiling(n, timing, limit(), bar, out, dgemm)
         ceiling = merge_ceiling(start, end)
         if "gflops" in ceiling:
             out["ceiling"][str(n)] = ceiling

@@ -119,7 +119,19 @@ def versions(libraries: tuple = ("rnngraph", "torch", "onnxruntime")) -> dict:
         import onnxruntime
 
         out |= {"onnxruntime": onnxruntime.__version__, "onnx": onnx.__version__}
+    if "onednn" in libraries:
+        out["onednn"] = debian_package("libdnnl-dev")
     return out
+
+
+def debian_package(name: str) -> str | None:
+    """The installed version of a Debian package (dpkg-query), or None."""
+    try:
+        done = subprocess.run(["dpkg-query", "-W", "-f=${Version}", name], capture_output=True,
+                              text=True, check=False)
+    except OSError:
+        return None
+    return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else None
 
 
 def now() -> str:

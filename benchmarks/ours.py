@@ -17,8 +17,8 @@ from rows import GATES, Row
 import rnngraph as rg
 
 
-def _random(rng, shape, scale=1.0):
-    return rng.standard_normal(shape, dtype=np.float32) * np.float32(scale)
+def _random(rng, shape, dtype, scale=1.0):
+    return rng.standard_normal(shape, dtype=dtype) * dtype(scale)
 
 
 def make_step(row: Row, seed: int = 0):
@@ -43,11 +43,13 @@ def make_step(row: Row, seed: int = 0):
         shapes["secondaryBias"] = (D * H,)
     if train:
         shapes["sourceGradient"] = (T, N, D * H)
-    values = {k: _random(rng, v, 1.0 if k in ("source", "sourceGradient") else s)
+    dtype = np.dtype(row.dtype).type
+    values = {k: _random(rng, v, dtype, 1.0 if k in ("source", "sourceGradient") else s)
               for k, v in shapes.items()}
     constant = () if train else ("recurrentWeight", "inputWeight", "bias")
+    data_type = rg.float64 if row.dtype == "float64" else rg.float32
     ph = {k: g.constant(values[k], name=k) if k in constant
-          else g.placeholder(shape=v, dataType=rg.float32, name=k) for k, v in shapes.items()}
+          else g.placeholder(shape=v, dataType=data_type, name=k) for k, v in shapes.items()}
     feeds = {ph[k]: values[k] for k in shapes if k not in constant}
     inputs = {k: t for k, t in ph.items() if k != "sourceGradient"}
 

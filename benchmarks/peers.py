@@ -16,9 +16,10 @@ from rows import GATES, Row
 
 
 def torch_step(row: Row, seed: int = 0, wrap: Callable | None = None) -> Callable | None:
-    """nn.LSTM / nn.GRU / nn.RNN(tanh). infer: forward under inference_mode. train: forward +
-    backward(dy) with grads of every parameter, the input and h0 (and c0). ``wrap(module)``
-    gives the module to time instead (the same weights in another implementation)."""
+    """nn.LSTM / nn.GRU / nn.RNN(tanh), in the row's dtype. infer: forward under
+    inference_mode. train: forward + backward(dy) with grads of every parameter, the input and
+    h0 (and c0). ``wrap(module)`` gives the module to time instead (the same weights in
+    another implementation)."""
     import torch
 
     if not row.has_torch_twin:
@@ -26,12 +27,13 @@ def torch_step(row: Row, seed: int = 0, wrap: Callable | None = None) -> Callabl
     torch.manual_seed(seed)
     D = 2 if row.bidirectional else 1
     module = {"LSTM": torch.nn.LSTM, "GRU": torch.nn.GRU, "RNN": torch.nn.RNN}[row.cell]
-    rnn = module(row.I, row.H, bidirectional=row.bidirectional)
+    dtype = getattr(torch, row.dtype)
+    rnn = module(row.I, row.H, bidirectional=row.bidirectional, dtype=dtype)
     if wrap is not None:
         rnn = wrap(rnn)
     train = row.mode == "train"
-    x = torch.randn(row.T, row.N, row.I, requires_grad=train)
-    state = [torch.randn(D, row.N, row.H, requires_grad=train)
+    x = torch.randn(row.T, row.N, row.I, requires_grad=train, dtype=dtype)
+    state = [torch.randn(D, row.N, row.H, requires_grad=train, dtype=dtype)
              for _ in range(2 if row.cell == "LSTM" else 1)]
     hx = tuple(state) if row.cell == "LSTM" else state[0]
     if not train:
@@ -43,7 +45,7 @@ def torch_step(row: Row, seed: int = 0, wrap: Callable | None = None) -> Callabl
 
         return step
 
-    dy = torch.randn(row.T, row.N, D * row.H)
+    dy = torch.randn(row.T, row.N, D * row.H, dtype=dtype)
     leaves = [x, *state, *rnn.parameters()]
 
     def step():

@@ -28,7 +28,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from report import latest, ours
 
-PEER_NAMES = {"torch": "PyTorch", "onnxruntime": "ONNX Runtime"}
+PEER_NAMES = {"torch": "PyTorch", "onnxruntime": "ONNX Runtime", "onednn": "oneDNN"}
 LIBRARY_NAMES = {"rnngraph": "rnngraph", **PEER_NAMES}
 SPEEDUP_NAMES = {**PEER_NAMES, "onednn_published": "oneDNN 2.6 (published median, not this run)"}
 

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results"
-PEERS = {"torch": "PyTorch", "onnxruntime": "ORT"}
+PEERS = {"torch": "PyTorch", "onnxruntime": "ORT", "onednn": "oneDNN"}
 LIBRARY_NAMES = {"rnngraph": "rnngraph", **PEERS}
 
 
@@ -92,9 +92,9 @@ def load_table(data: dict) -> str:
 
 def table(results: dict) -> str:
     lines = [
-        ("| # | row | mode | threads | rnngraph ms | PyTorch ms | ORT ms | vs PyTorch | vs ORT "
-         "| rnngraph GFLOP/s | of sgemm | oneDNN ms (published, 2 thr) |"),
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        ("| # | row | mode | threads | rnngraph ms | PyTorch ms | ORT ms | oneDNN ms | vs PyTorch "
+         "| vs ORT | vs oneDNN | rnngraph GFLOP/s | of ceiling |"),
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results["results"]:
         mine = ours(r)
@@ -102,20 +102,21 @@ def table(results: dict) -> str:
         gflops = f"{mine['gflops']:.1f}" if "gflops" in mine else "–"
         fraction = mine.get("fraction_of_ceiling")
         fraction = "–" if fraction is None else f"{fraction:.0%}"
+        peers = [_ms(r["libs"].get(peer)) for peer in PEERS]
+        ratios = [_x(r["speedup"].get(peer)) for peer in PEERS]
         lines.append(
             f"| {r['row']} | {r['label']} {r['shape']} | {r['mode']} | {threads} | {_ms(mine)} "
-            f"| {_ms(r['libs'].get('torch'))} | {_ms(r['libs'].get('onnxruntime'))} "
-            f"| {_x(r['speedup'].get('torch'))} | {_x(r['speedup'].get('onnxruntime'))} "
-            f"| {gflops} | {fraction} | {r['onednn_ms'] or '–'} |")
-    ceilings = ", ".join(f"{n} thr {c['gflops']:.0f} GFLOP/s"
-                         for n, c in results["ceiling"].items()) or "not measured"
+            f"| {' | '.join(peers)} | {' | '.join(ratios)} | {gflops} | {fraction} |")
+    ceilings = ", ".join(f"{n} thr {c['gflops']:.0f} GFLOP/s" + (
+        f" (dgemm {c['dgemm']['gflops']:.0f})" if "gflops" in c.get("dgemm", {}) else "")
+        for n, c in results["ceiling"].items()) or "not measured"
     meta = results["meta"]
     lines += [
         "",
         ("ms: median (min). vs X: X's median / rnngraph's median (> 1: rnngraph is faster). "
          "GFLOP/s: the oneDNN FLOP count (forward 2·G·H·N·(I+H)·T per direction, train 3×) over "
-         f"the median. sgemm 2048³ ceiling, same run, {meta['versions']['rnngraph_blas']['core']} "
-         f"core: {ceilings}."),
+         "the median. of ceiling: of the same run's 2048³ sgemm (dgemm for float64 rows), "
+         f"{meta['versions']['rnngraph_blas']['core']} core: {ceilings}."),
         (f"{meta['machine']['model']}, {meta['machine']['usable_cpus']} CPUs; load average "
          f"{meta['load_average_start'][0]:.2f} at start, {meta['load_average_end'][0]:.2f} at end; "
          f"commit {(meta['git']['commit'] or '?')[:10]}{' (dirty)' * bool(meta['git']['dirty'])}; "

@@ -1,4 +1,5 @@
-"""The 15 benchmark rows of docs/BENCHMARKS.md, as data, and the FLOP convention."""
+"""The benchmark rows of docs/BENCHMARKS.md, as data, and the FLOP convention: rows 1-15 in
+float32, and rows 16-19, the float64 twins of train rows 7, 8, 12 and 13."""
 
 from __future__ import annotations
 
@@ -21,12 +22,15 @@ class Row:
     origin: str
     resetAfter: bool = True  # GRU only: True = PyTorch's / ONNX linear_before_reset=1
     onednn_ms: str | None = None  # published oneDNN 2.6 median, 2 threads (context only)
+    dtype: str = "float32"
 
     @property
     def label(self) -> str:
         if self.cell == "GRU":
-            return "GRU resetAfter" if self.resetAfter else "GRU reset-before"
-        return "RNN tanh" if self.cell == "RNN" else "LSTM"
+            name = "GRU resetAfter" if self.resetAfter else "GRU reset-before"
+        else:
+            name = "RNN tanh" if self.cell == "RNN" else "LSTM"
+        return name + (" float64" if self.dtype == "float64" else "")
 
     @property
     def shape(self) -> str:
@@ -89,6 +93,11 @@ ROWS = [
         onednn_ms="784"),
     Row(15, "GRU", 35, 32, 500, 500, False, "train", "MPSGraph's default GRU (no PyTorch twin)",
         resetAfter=False, onednn_ms="51.8"),
+    # float64: PyTorch's .double() LSTM leaves oneDNN for its generic path; oneDNN has no f64 RNN.
+    Row(16, "LSTM", 150, 16, 256, 256, False, "train", "row 7 in float64", dtype="float64"),
+    Row(17, "LSTM", 25, 16, 512, 512, False, "train", "row 8 in float64", dtype="float64"),
+    Row(18, "GRU", 35, 32, 500, 500, False, "train", "row 12 in float64", dtype="float64"),
+    Row(19, "LSTM", 25, 64, 1024, 1024, False, "train", "row 13 in float64", dtype="float64"),
 ]
 BY_ID = {row.id: row for row in ROWS}
 
