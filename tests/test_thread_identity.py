@@ -68,3 +68,38 @@ def test_the_callers_rounding_mode_applies_to_every_thread(rng):
         libc.fesetround(0)  # FE_TONEAREST
     assert np.array_equal(results[4], results[1])
     assert not np.array_equal(results[1], nearest), "rounding upward changed nothing"
+
+
+# m, n, k of products the BLAS computes in blocks (gemm.cpp): blocks one thread claims
+# together run as one call, so 1 thread sums each element in a rectangle as large as the
+# whole product and 16 threads in single blocks. Odd sides leave uneven blocks; a deep k is
+# cut into parts (split-k), a thin C into 128-wide blocks.
+PRODUCTS = [(400, 2048, 512), (2048, 512, 400), (400, 512, 2048), (1500, 500, 1120),
+            (1023, 769, 301), (128, 4096, 64), (4096, 200, 3000), (333, 333, 9000)]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("transposes", [(False, False), (True, False), (False, True)])
+def test_products_give_the_same_bits_for_every_thread_count(dtype, transposes, rng):
+    import rnngraph as rg
+
+    for m, n, k in PRODUCTS:
+        ta, tb = transposes
+        a = rng.standard_normal((k, m) if ta else (m, k)).astype(dtype)
+        b = rng.standard_normal((n, k) if tb else (k, n)).astype(dtype)
+        g = rg.Graph()
+        pa, pb = (g.placeholder(shape=v.shape, dataType=getattr(rg, dtype)) for v in (a, b))
+        product = g.matrixMultiplication(
+            primary=g.transposeTensor(pa, dimension=0, withDimension=1) if ta else pa,
+            secondary=g.transposeTensor(pb, dimension=0, withDimension=1) if tb else pb,
+        )
+        results = {}
+        for count in (1, 2, 3, 16):
+            with blas_threads(count):
+                results[count] = g.run(feeds={pa: a, pb: b}, targetTensors=[product])[product]
+        for count in (2, 3, 16):
+            assert np.array_equal(results[count], results[1]), f"{m}x{n}x{k} at {count} threads"
+        # and the product itself: float32 rounding grows like sqrt(k) · 6e-8 · |values|
+        expected = (a.T if ta else a).astype(np.float64) @ (b.T if tb else b).astype(np.float64)
+        bound = (1e-6 if dtype == "float64" else 1e-3) * np.sqrt(k) * np.abs(expected).max()
+        assert np.max(np.abs(results[1] - expected)) <= bound, f"{m}x{n}x{k} is wrong"

@@ -50,6 +50,28 @@ void parallel_for(Index count, Body&& body, bool parallel = true) {
   runtime::run_job(std::move(work));
 }
 
+// body(first, last) over runs of [0, count) that together cover it once, each run as one
+// thread claimed it (parallel_for's claims): with one thread, a single run [0, count). For
+// work whose neighbouring items are cheaper done together (gemm.cpp: adjacent blocks of C
+// as one BLAS call).
+template <class Body>
+void parallel_runs(Index count, Body&& body) {
+  const Index threads = in_parallel_part() ? 1 : get_num_threads();
+  if (threads < 2 || count < 2) {
+    if (count > 0) body(Index(0), count);
+    return;
+  }
+  const Index items = std::min<Index>(count, 4096);
+  runtime::JobWork work;
+  work.team = static_cast<int>(std::min(threads, items));
+  work.phases = 1;
+  work.items = [items](Index) { return items; };
+  work.run = [&](Index, Index first, Index last, int) {
+    body(count * first / items, count * last / items);
+  };
+  runtime::run_job(std::move(work));
+}
+
 // A team of up to `team` threads runs `phases` phases in order: phase p has items(p) items
 // (at most 65535), and run(p, first, last, slot) runs the items [first, last) of phase p
 // on the thread holding `slot` (0 .. team - 1, for per-thread scratch). Phase p + 1 starts
