@@ -31,6 +31,7 @@ from rows import BY_ID, Row
 from timing import measure
 
 PREFIX = "@@bench "
+RowTimer = Callable[[Row], "dict | None"]
 RECORD_ONLY = functools.partial(settle.settle, wait=False)
 MODULES = ("rnngraph", "rnngraph.torch", "torch", "onnxruntime", "onnx")
 VERSIONED = {"sgemm": ("rnngraph",), "rnngraph.torch": ("rnngraph", "torch")}
@@ -68,30 +69,37 @@ def maker(library: str, threads: int) -> Callable[[Row], Callable | None]:
     raise ValueError(f"no such library {library!r}")
 
 
-def measure_row(make: Callable[[Row], Callable | None], row: Row, timing: dict) -> dict | None:
-    """Build ``row``'s step outside timing, then measure it; errors are recorded."""
-    try:
+def step_timer(make: Callable[[Row], Callable | None], timing: dict) -> RowTimer:
+    """row -> its entry: the step built outside timing (``make``), then measured."""
+    def time_row(row: Row) -> dict | None:
         step = make(row)
-        if step is None:
-            return None
-        entry = measure(step, settle=RECORD_ONLY, **timing)
-    except Exception as error:  # noqa: BLE001 (a failing row must not end the process)
-        return _error(error)
-    finally:
-        step = None
-        gc.collect()
-    return add_gflops({"entry": entry}, row)["entry"]
+        try:
+            return None if step is None else measure(step, settle=RECORD_ONLY, **timing)
+        finally:
+            step = None
+            gc.collect()
+
+    return time_row
 
 
-def measure_onednn_row(row: Row, threads: int, timing: dict) -> dict:
-    """oneDNN's driver times ``row`` itself (the same warm-up and repetitions, in C++)."""
-    import onednn_peer
+def row_timer(library: str, threads: int, timing: dict) -> RowTimer:
+    """``library``'s row -> entry at ``threads``: oneDNN's C++ driver times a row itself (the
+    same warm-up and repetitions), the Python libraries' steps are timed here."""
+    if library == "onednn":
+        import onednn_peer
 
+        return functools.partial(onednn_peer.measure, threads=threads, timing=timing)
+    return step_timer(maker(library, threads), timing)
+
+
+def measure_row(time_row: RowTimer, row: Row) -> dict | None:
+    """``row``'s entry with its GFLOP/s (None: the library has no such row); errors are
+    recorded."""
     try:
-        entry = onednn_peer.measure(row, threads, timing)
+        entry = time_row(row)
     except Exception as error:  # noqa: BLE001 (a failing row must not end the process)
         return _error(error)
-    return add_gflops({"entry": entry}, row)["entry"]
+    return None if entry is None else add_gflops({"entry": entry}, row)["entry"]
 
 
 def info(library: str, started: float) -> dict:
@@ -136,20 +144,16 @@ def run(spec: dict) -> None:
             import rnngraph
 
             used = rnngraph.get_num_threads()
-            emit("default", entry=measure_row(ours.make_step, BY_ID[1], timing), threads_used=used)
-        if library == "onednn":
-            for row_id in spec.get("rows", ()):
-                emit("row", row=row_id, entry=measure_onednn_row(BY_ID[row_id], threads, timing))
-            emit("info", info=info(library, started))
-            return
-        make = maker(library, threads)
+            emit("default", entry=measure_row(step_timer(ours.make_step, timing), BY_ID[1]),
+                 threads_used=used)
+        time_row = row_timer(library, threads, timing)
         if spec.get("model"):
             import adapter
 
             step = adapter.model_step(spec["model"])
             emit("model", entry=measure(step, settle=RECORD_ONLY, **timing))
         for row_id in spec.get("rows", ()):
-            emit("row", row=row_id, entry=measure_row(make, BY_ID[row_id], timing))
+            emit("row", row=row_id, entry=measure_row(time_row, BY_ID[row_id]))
     emit("info", info=info(library, started))
 
 

@@ -31,12 +31,11 @@ CASES = [
          T=4, N=3, I=5, H=4)
     for direction in ("fwd", "bi")
 ]
-PRIMITIVE = {"LSTM": "lstm", "singleGateRNN": "rnn"}
+BENCHMARK_CELL = {"LSTM": "LSTM", "GRU": "GRU", "singleGateRNN": "RNN"}  # rows.Row.cell
 
 
 def driver_cell(case: Case) -> str:
-    return onednn_peer.primitive("GRU", case.resetAfter) if case.cell == "GRU" \
-        else PRIMITIVE[case.cell]
+    return onednn_peer.primitive(BENCHMARK_CELL[case.cell], case.resetAfter)
 
 
 def onednn_inputs(case: Case, x: dict, sig) -> dict:

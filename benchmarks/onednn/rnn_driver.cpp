@@ -32,6 +32,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -73,67 +74,60 @@ dnnl::rnn_direction direction(const Problem& p) {
                   : dnnl::rnn_direction::unidirectional_left2right;
 }
 
-// The forward primitive descriptor of the cell; the backward one takes the same tensors plus
-// their gradients (same descs: diff tensors share the data tensors' shapes).
-dnnl::rnn_primitive_desc_base forward_pd(const Problem& p, const dnnl::engine& engine) {
-  const Descs d = descs(p);
-  const auto prop =
-      p.train ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference;
-  const auto dir = direction(p);
-  if (p.cell == "lstm")
-    return dnnl::lstm_forward::primitive_desc(
-        {prop, dir, d.src_layer, d.src_iter, d.src_iter_c, d.weights_layer, d.weights_iter, d.bias,
-         d.dst_layer, d.dst_iter, d.dst_iter_c},
-        engine);
-  if (p.cell == "gru")
-    return dnnl::gru_forward::primitive_desc({prop, dir, d.src_layer, d.src_iter, d.weights_layer,
-                                              d.weights_iter, d.bias, d.dst_layer, d.dst_iter},
-                                             engine);
-  if (p.cell == "lbr_gru")
-    return dnnl::lbr_gru_forward::primitive_desc(
-        {prop, dir, d.src_layer, d.src_iter, d.weights_layer, d.weights_iter, d.bias, d.dst_layer,
-         d.dst_iter},
-        engine);
-  if (p.cell == "rnn")
-    return dnnl::vanilla_rnn_forward::primitive_desc(
-        {prop, dnnl::algorithm::eltwise_tanh, dir, d.src_layer, d.src_iter, d.weights_layer,
-         d.weights_iter, d.bias, d.dst_layer, d.dst_iter},
-        engine);
-  throw std::invalid_argument("CELL: lstm, gru, lbr_gru or rnn, not " + p.cell);
+// The tensors of a cell's descriptor, in oneDNN's order; only the LSTM has a cell state (the
+// *_iter_c tensors).
+template <bool kCellState>
+auto tensors(const Descs& d) {
+  if constexpr (kCellState)
+    return std::tie(d.src_layer, d.src_iter, d.src_iter_c, d.weights_layer, d.weights_iter, d.bias,
+                    d.dst_layer, d.dst_iter, d.dst_iter_c);
+  else
+    return std::tie(d.src_layer, d.src_iter, d.weights_layer, d.weights_iter, d.bias, d.dst_layer,
+                    d.dst_iter);
 }
 
-dnnl::rnn_primitive_desc_base backward_pd(const Problem& p, const dnnl::engine& engine,
-                                          const dnnl::rnn_primitive_desc_base& fwd) {
+// A descriptor: its leading arguments (prop kind, [activation,] direction), then the tensors,
+// once for a forward primitive and twice for a backward one (the data, then their gradients,
+// which share their shapes).
+template <class Desc, bool kCellState, bool kBackward, class... Lead>
+Desc describe(const Descs& d, Lead... lead) {
+  const auto once = tensors<kCellState>(d);
+  const auto make = [&](const auto&... t) { return Desc(lead..., t...); };
+  if constexpr (kBackward) return std::apply(make, std::tuple_cat(once, once));
+  else return std::apply(make, once);
+}
+
+struct Primitives {
+  dnnl::rnn_primitive_desc_base forward, backward;  // backward: train rows only
+};
+
+// A cell's primitives; `extra` sits between the prop kind and the direction (the vanilla
+// RNN's activation).
+template <class Fwd, class Bwd, bool kCellState, class... Extra>
+Primitives primitives(const Problem& p, const dnnl::engine& engine, Extra... extra) {
   const Descs d = descs(p);
-  const auto prop = dnnl::prop_kind::backward;
   const auto dir = direction(p);
-  if (p.cell == "lstm")
-    return dnnl::lstm_backward::primitive_desc({prop,           dir,          d.src_layer,
-                                                d.src_iter,     d.src_iter_c, d.weights_layer,
-                                                d.weights_iter, d.bias,       d.dst_layer,
-                                                d.dst_iter,     d.dst_iter_c, d.src_layer,
-                                                d.src_iter,     d.src_iter_c, d.weights_layer,
-                                                d.weights_iter, d.bias,       d.dst_layer,
-                                                d.dst_iter,     d.dst_iter_c},
-                                               engine,
-                                               dnnl::lstm_forward::primitive_desc(fwd.get()));
-  if (p.cell == "gru")
-    return dnnl::gru_backward::primitive_desc(
-        {prop, dir, d.src_layer, d.src_iter, d.weights_layer, d.weights_iter, d.bias, d.dst_layer,
-         d.dst_iter, d.src_layer, d.src_iter, d.weights_layer, d.weights_iter, d.bias, d.dst_layer,
-         d.dst_iter},
-        engine, dnnl::gru_forward::primitive_desc(fwd.get()));
+  const auto prop =
+      p.train ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference;
+  const typename Fwd::primitive_desc forward(
+      describe<typename Fwd::desc, kCellState, false>(d, prop, extra..., dir), engine);
+  Primitives out{forward, {}};
+  if (p.train)
+    out.backward = typename Bwd::primitive_desc(
+        describe<typename Bwd::desc, kCellState, true>(d, dnnl::prop_kind::backward, extra..., dir),
+        engine, forward);
+  return out;
+}
+
+Primitives primitives(const Problem& p, const dnnl::engine& engine) {
+  if (p.cell == "lstm") return primitives<dnnl::lstm_forward, dnnl::lstm_backward, true>(p, engine);
+  if (p.cell == "gru") return primitives<dnnl::gru_forward, dnnl::gru_backward, false>(p, engine);
   if (p.cell == "lbr_gru")
-    return dnnl::lbr_gru_backward::primitive_desc(
-        {prop, dir, d.src_layer, d.src_iter, d.weights_layer, d.weights_iter, d.bias, d.dst_layer,
-         d.dst_iter, d.src_layer, d.src_iter, d.weights_layer, d.weights_iter, d.bias, d.dst_layer,
-         d.dst_iter},
-        engine, dnnl::lbr_gru_forward::primitive_desc(fwd.get()));
-  return dnnl::vanilla_rnn_backward::primitive_desc(
-      {prop, dnnl::algorithm::eltwise_tanh, dir, d.src_layer, d.src_iter, d.weights_layer,
-       d.weights_iter, d.bias, d.dst_layer, d.dst_iter, d.src_layer, d.src_iter, d.weights_layer,
-       d.weights_iter, d.bias, d.dst_layer, d.dst_iter},
-      engine, dnnl::vanilla_rnn_forward::primitive_desc(fwd.get()));
+    return primitives<dnnl::lbr_gru_forward, dnnl::lbr_gru_backward, false>(p, engine);
+  if (p.cell == "rnn")
+    return primitives<dnnl::vanilla_rnn_forward, dnnl::vanilla_rnn_backward, false>(
+        p, engine, dnnl::algorithm::eltwise_tanh);
+  throw std::invalid_argument("CELL: lstm, gru, lbr_gru or rnn, not " + p.cell);
 }
 
 const std::map<int, std::string> kInputs = {{DNNL_ARG_SRC_LAYER, "src_layer"},
@@ -171,11 +165,12 @@ class Step {
         stream_(engine_),
         io_dir_(io_dir),
         weight_scale_(1.0f / std::sqrt(static_cast<float>(p.H))) {
-    fwd_pd_ = forward_pd(p, engine_);
+    auto [forward, backward] = primitives(p, engine_);
+    fwd_pd_ = forward;
     fwd_ = dnnl::primitive(fwd_pd_);
     bind(fwd_pd_, fwd_args_);
     if (p.train) {
-      bwd_pd_ = backward_pd(p, engine_, fwd_pd_);
+      bwd_pd_ = backward;
       bwd_ = dnnl::primitive(bwd_pd_);
       bind(bwd_pd_, bwd_args_);
     }

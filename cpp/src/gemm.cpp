@@ -17,6 +17,7 @@
 #include <string>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 #include <cblas.h>
 
@@ -225,7 +226,19 @@ namespace {
 struct ProductCut {
   Index row_blocks = 1, column_blocks = 1, parts = 1;
   Index blocks() const { return row_blocks * column_blocks; }
+  // Where block row rb (0 .. row_blocks) of m rows, and block column cb of n, begin.
+  Index row_edge(Index m, Index rb) const { return m * rb / row_blocks; }
+  Index column_edge(Index n, Index cb) const { return n * cb / column_blocks; }
 };
+
+// Where op(A)[r0:, k0:] and op(B)[k0:, c0:] begin: the operands of C's block at (r0, c0)
+// summed from depth k0.
+template <class S>
+std::pair<const S*, const S*> block_operands(Trans ta, Trans tb, const S* a, Index lda, const S* b,
+                                             Index ldb, Index r0, Index c0, Index k0) {
+  return {ta == Trans::no ? a + r0 * lda + k0 : a + k0 * lda + r0,
+          tb == Trans::no ? b + k0 * ldb + c0 : b + c0 * ldb + k0};
+}
 
 // Halves the longer side of the blocks (the other when the longer one cannot) while both
 // halves keep at least `min_side` and the blocks number fewer than `max_blocks`. Every
@@ -259,14 +272,6 @@ ProductCut cut_product(Index m, Index n, Index k) {
   return cut;
 }
 
-// The blocks [first, last) of `cut` (row-major over the grid), as few BLAS calls as
-// rectangles of whole blocks cover them: a partial row of blocks, whole rows, a partial row.
-// One call repacks each operand once where per-block calls repack them for every block.
-// Only where each element of C is measured to be the same sum whatever rectangle holds it
-// (merge_blocks): float, on OpenBLAS's SkylakeX-family cores, blocks of kBlasMergeMin
-// multiply-adds or more.
-// (1 thread, 2-core machine, rnngraph's OpenBLAS, GFLOP/s as one call / as 256 x 256 blocks:
-// row 8's projection 182 / 156, its dR 192 / 167, its dx 190 / 172; 2048³ 220 / 193.)
 // sgemm on OpenBLAS's SkylakeX kernels (SkylakeX, Cooperlake, SapphireRapids: one family of
 // kernels) sums each element of a block as it does in any rectangle holding it: 0 of 55
 // random shapes and cuts differed (m, n 128-1500, k 8-1500, 1-4 x 1-4 blocks, every
@@ -286,6 +291,14 @@ bool merge_blocks() {
   }
 }
 
+// The blocks [first, last) of `cut` (row-major over the grid), as few BLAS calls as
+// rectangles of whole blocks cover them: a partial row of blocks, whole rows, a partial row.
+// One call repacks each operand once where per-block calls repack them for every block.
+// Only where each element of C is measured to be the same sum whatever rectangle holds it
+// (merge_blocks): float, on OpenBLAS's SkylakeX-family cores, blocks of kBlasMergeMin
+// multiply-adds or more.
+// (1 thread, 2-core machine, rnngraph's OpenBLAS, GFLOP/s as one call / as 256 x 256 blocks:
+// row 8's projection 182 / 156, its dR 192 / 167, its dx 190 / 172; 2048³ 220 / 193.)
 template <class S>
 void blas_block_runs(const ProductCut& cut, Index first, Index last, Trans ta, Trans tb, Index m,
                      Index n, Index k, S alpha, const S* a, Index lda, const S* b, Index ldb,
@@ -298,10 +311,9 @@ void blas_block_runs(const ProductCut& cut, Index first, Index last, Trans ta, T
       rb_end = rb + (last - first) / columns;
       cb_end = columns;
     }
-    const Index r0 = m * rb / cut.row_blocks, r1 = m * rb_end / cut.row_blocks;
-    const Index c0 = n * cb / columns, c1 = n * cb_end / columns;
-    const S* ab = ta == Trans::no ? a + r0 * lda : a + r0;
-    const S* bb = tb == Trans::no ? b + c0 : b + c0 * ldb;
+    const Index r0 = cut.row_edge(m, rb), r1 = cut.row_edge(m, rb_end);
+    const Index c0 = cut.column_edge(n, cb), c1 = cut.column_edge(n, cb_end);
+    const auto [ab, bb] = block_operands(ta, tb, a, lda, b, ldb, r0, c0, Index(0));
     blas_gemm(ta, tb, r1 - r0, c1 - c0, k, alpha, ab, lda, bb, ldb, beta, c + r0 * ldc + c0, ldc);
     first += (rb_end - rb) * columns - cb - (columns - cb_end);
   }
@@ -331,12 +343,10 @@ void gemm(Trans ta, Trans tb, Index m, Index n, Index k, S alpha, const S* a, In
   parallel_for(cut.blocks() * parts, [&](Index task) {
     const Index block_index = task / parts, j = task % parts;
     const Index rb = block_index / cut.column_blocks, cb = block_index % cut.column_blocks;
-    const Index r0 = m * rb / cut.row_blocks, r1 = m * (rb + 1) / cut.row_blocks;
-    const Index c0 = n * cb / cut.column_blocks, c1 = n * (cb + 1) / cut.column_blocks;
+    const Index r0 = cut.row_edge(m, rb), r1 = cut.row_edge(m, rb + 1);
+    const Index c0 = cut.column_edge(n, cb), c1 = cut.column_edge(n, cb + 1);
     const Index k0 = k * j / parts, kc = k * (j + 1) / parts - k0;
-    // op(A)[r0:r1, k0:], op(B)[k0:, c0:c1]
-    const S* ab = ta == Trans::no ? a + r0 * lda + k0 : a + k0 * lda + r0;
-    const S* bb = tb == Trans::no ? b + k0 * ldb + c0 : b + c0 * ldb + k0;
+    const auto [ab, bb] = block_operands(ta, tb, a, lda, b, ldb, r0, c0, k0);
     S* cj = j == 0 ? c : partials.data() + (j - 1) * m * n;
     const Index ldcj = j == 0 ? ldc : n;
     gemm_with(kernel, ta, tb, r1 - r0, c1 - c0, kc, alpha, ab, lda, bb, ldb, j == 0 ? beta : S(0),

@@ -28,14 +28,16 @@ inline Index parallel_blocks(Index work, tuning::ParallelSite site, Index extent
   return std::max<Index>(1, std::min(threads * tuning::kBlocksPerThread, extent / min_block));
 }
 
-// body(i) for every i in [0, count), each exactly once: on this thread and up to
-// get_num_threads() - 1 workers when `parallel`, else in order here. An exception thrown by
-// a body is rethrown here (the remaining bodies are skipped).
+// body(first, last) over runs of [0, count) that together cover it once, each run as one
+// thread claimed it: on this thread and up to get_num_threads() - 1 workers when `parallel`,
+// else a single run [0, count) here. For work whose neighbouring items are cheaper done
+// together (gemm.cpp: adjacent blocks of C as one BLAS call). An exception thrown by a body
+// is rethrown here (the remaining runs are skipped).
 template <class Body>
-void parallel_for(Index count, Body&& body, bool parallel = true) {
+void parallel_runs(Index count, Body&& body, bool parallel = true) {
   const Index threads = parallel && !in_parallel_part() ? get_num_threads() : 1;
   if (threads < 2 || count < 2) {
-    for (Index i = 0; i < count; ++i) body(i);
+    if (count > 0) body(Index(0), count);
     return;
   }
   // A phase holds at most runtime::Job's item limit: beyond it an item is a run of indices.
@@ -45,31 +47,21 @@ void parallel_for(Index count, Body&& body, bool parallel = true) {
   work.phases = 1;
   work.items = [items](Index) { return items; };
   work.run = [&](Index, Index first, Index last, int) {
-    for (Index i = count * first / items; i < count * last / items; ++i) body(i);
+    body(count * first / items, count * last / items);
   };
   runtime::run_job(std::move(work));
 }
 
-// body(first, last) over runs of [0, count) that together cover it once, each run as one
-// thread claimed it (parallel_for's claims): with one thread, a single run [0, count). For
-// work whose neighbouring items are cheaper done together (gemm.cpp: adjacent blocks of C
-// as one BLAS call).
+// body(i) for every i in [0, count), each exactly once, as parallel_runs claims them (in
+// order here when not `parallel`).
 template <class Body>
-void parallel_runs(Index count, Body&& body) {
-  const Index threads = in_parallel_part() ? 1 : get_num_threads();
-  if (threads < 2 || count < 2) {
-    if (count > 0) body(Index(0), count);
-    return;
-  }
-  const Index items = std::min<Index>(count, 4096);
-  runtime::JobWork work;
-  work.team = static_cast<int>(std::min(threads, items));
-  work.phases = 1;
-  work.items = [items](Index) { return items; };
-  work.run = [&](Index, Index first, Index last, int) {
-    body(count * first / items, count * last / items);
-  };
-  runtime::run_job(std::move(work));
+void parallel_for(Index count, Body&& body, bool parallel = true) {
+  parallel_runs(
+      count,
+      [&](Index first, Index last) {
+        for (Index i = first; i < last; ++i) body(i);
+      },
+      parallel);
 }
 
 // A team of up to `team` threads runs `phases` phases in order: phase p has items(p) items
