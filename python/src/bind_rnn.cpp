@@ -3,6 +3,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <type_traits>
@@ -115,9 +116,29 @@ void read_op_inputs(const Inputs& in, const RNNShape& s, Args<S>& a) {
   a.secondaryBias = in.array<S>("secondaryBias", {DH});
 }
 
+// Each direction's state at its last processed step, [D, N, H] as torch.nn returns h_n and c_n
+// (SPEC.md section 4: the forward direction's at t = T-1, the reverse direction's at t = 0),
+// from a sequence [T, N, D*H]; with T = 0, the initial state [N, D*H] (zeros when absent).
+template <class S>
+py::array_t<S> final_states(const S* sequence, const S* initial, const RNNShape& s, bool reverse) {
+  const Index D = s.D(), N = s.N, H = s.H, DH = s.DH();
+  auto out = output<S>({D, N, H});
+  S* states = out.mutable_data();
+  for (Index d = 0; d < D; ++d) {
+    const bool reversed = d == 1 || (D == 1 && reverse);
+    const S* step = s.T == 0 ? initial : sequence + (reversed ? 0 : s.T - 1) * N * DH;
+    for (Index n = 0; n < N; ++n) {
+      S* state = states + (d * N + n) * H;
+      if (step) std::copy_n(step + n * DH + d * H, H, state);
+      else std::fill_n(state, H, S(0));
+    }
+  }
+  return out;
+}
+
 template <class S>
 py::tuple forward_typed(const CellOptions& opts, const Inputs& in, bool training,
-                        const PackedWeights* packed) {
+                        const PackedWeights* packed, bool finals) {
   const std::string op = traits_of(opts).op;
   const bool lstm = std::holds_alternative<LSTMOptions>(opts);
   const RNNShape s = infer_shape(opts, op, in);
@@ -148,7 +169,11 @@ py::tuple forward_typed(const CellOptions& opts, const Inputs& in, bool training
     py::gil_scoped_release release;
     std::visit([&](const auto& options) { forward(options, s, a); }, opts);
   }
-  return py::make_tuple(h, c, z);
+  if (!finals) return py::make_tuple(h, c, z);
+  const bool reverse = std::visit([](const auto& options) { return options.reverse; }, opts);
+  py::object h_n = final_states<S>(a.output, a.initState, s, reverse), c_n = py::none();
+  if (lstm) c_n = final_states<S>(a.cellOutput, a.initCell, s, reverse);
+  return py::make_tuple(h, c, z, h_n, c_n);
 }
 
 template <class S>
@@ -235,23 +260,25 @@ void bind_rnn(py::module_& m) {
   m.def(
       "rnn_forward",
       [](const py::object& options, const py::object& inputs, const py::object& training_arg,
-         const PackedWeights* packed) {
+         const PackedWeights* packed, const py::object& finals_arg) {
         const CellOptions opts = options_from(options, "rnn_forward: options");
         const CellTraits& t = traits_of(opts);
         const bool training = strict_bool(training_arg, std::string(t.op) + ": training");
+        const bool finals = strict_bool(finals_arg, std::string(t.op) + ": final_states");
         const Inputs in(inputs, t.op, t.forward_labels);
         return naming_memory_errors(t.op, [&] {
           return dispatch(t.op, "source", in["source"], [&](auto tag) {
-            return forward_typed<decltype(tag)>(opts, in, training, packed);
+            return forward_typed<decltype(tag)>(opts, in, training, packed, finals);
           });
         });
       },
       py::arg("options"), py::arg("inputs"), py::kw_only(), py::arg("training") = false,
-      py::arg("packed") = nullptr,
+      py::arg("packed") = nullptr, py::arg("final_states") = false,
       "Forward pass of one RNN op on dense arrays in SPEC.md layouts. inputs: {label: array or\n"
       "None} by Swift label; packed: the same recurrentWeight and inputWeight from\n"
       "pack_forward_weights, used in their place.\n"
-      "Returns (h [T,N,D*H], c [T,N,D*H] or None, zState [T,N,D*G*H] or None).");
+      "Returns (h [T,N,D*H], c [T,N,D*H] or None, zState [T,N,D*G*H] or None); with\n"
+      "final_states, also each direction's final h and c [D,N,H] (c None but for the LSTM).");
   m.def(
       "rnn_gradients",
       [](const py::object& options, const py::object& inputs) {

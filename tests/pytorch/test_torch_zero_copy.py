@@ -24,7 +24,7 @@ def _address(array):
 @pytest.fixture
 def core_calls(monkeypatch):
     """[(entry point, {label: input address}, outputs' addresses)] of each call into the core:
-    forward's (h, c, zState) as a list, gradients' {label: address}."""
+    forward's (h, c, zState, h_n, c_n) as a list, gradients' {label: address}."""
     calls = []
     core = _ops._core
     forward, gradients = core.rnn_forward, core.rnn_gradients
@@ -63,7 +63,7 @@ def op_inputs(cell, bidirectional, dtype):
 def test_the_forward_op_reads_and_returns_memory_in_place(core_calls, cell, bidirectional, dtype):
     inputs, module = op_inputs(cell, bidirectional, dtype)
     outputs = getattr(torch.ops.rnngraph, cell)(**inputs, **module._options, training=True)
-    [(entry, read, (h, c, z))] = core_calls
+    [(entry, read, (h, c, z, h_n, c_n))] = core_calls
     assert entry == "forward"
     assert read == {label: tensor.data_ptr() for label, tensor in inputs.items()}
     named = dict(zip(module._cell.outputs, outputs, strict=True))
@@ -71,6 +71,9 @@ def test_the_forward_op_reads_and_returns_memory_in_place(core_calls, cell, bidi
     assert named["zState"].data_ptr() == z
     if cell == "lstm":
         assert named["cellSequence"].data_ptr() == c
+    if not bidirectional:  # the core's final states [1, N, H], viewed as the op's [N, H]
+        assert named["state"].data_ptr() == h_n
+        assert cell != "lstm" or named["cell"].data_ptr() == c_n
 
 
 @pytest.mark.parametrize("cell", CELLS)
@@ -96,12 +99,13 @@ def test_a_module_forward_and_backward_copy_nothing(core_calls, cell):
     module = build(cell, bidirectional=True, **EXTRAS[cell])
     x, _ = sample(module)
     x.requires_grad_()
-    output, _ = module(x)
-    output.sum().backward()
-    [(_, read, (h, c, z)), (_, read_back, returned)] = core_calls
+    output, state = module(x)
+    (output.sum() + (state[0] if cell == "lstm" else state).sum()).backward()
+    [(_, read, (h, c, z, h_n, _)), (_, read_back, returned)] = core_calls
     parameters = dict(module.named_parameters())
     assert read == {"source": x.data_ptr()} | {n: p.data_ptr() for n, p in parameters.items()}
     assert output.data_ptr() == h
+    assert (state[0] if cell == "lstm" else state).data_ptr() == h_n  # [D, N, H] as written
     forward_outputs = {"zState": z, "outputFwd": h, "cellOutputFwd": c}
     for label in module._cell.saved_outputs:  # saved for backward as they were
         assert read_back[label] == forward_outputs[label], label

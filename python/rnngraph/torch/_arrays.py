@@ -19,7 +19,7 @@ def check_tensor(where: str, tensor: object, dtype: torch.dtype | None = None) -
     else a TypeError or ValueError naming ``where``."""
     if not isinstance(tensor, torch.Tensor):
         raise TypeError(f"{where}: expected a torch.Tensor, got {type(tensor).__name__}")
-    if tensor.device.type != "cpu":
+    if not tensor.is_cpu:
         raise ValueError(f"{where}: expected a CPU tensor, got one on device {tensor.device} "
                          "(rnngraph computes on the CPU: move it with .cpu())")
     if tensor.layout != torch.strided:
@@ -32,10 +32,10 @@ def check_tensor(where: str, tensor: object, dtype: torch.dtype | None = None) -
 
 
 def as_array(where: str, tensor: torch.Tensor, dtype: torch.dtype) -> NDArray[Any]:
-    """A NumPy view of ``tensor``'s memory (a non-contiguous tensor is copied first)."""
+    """A NumPy view of ``tensor``'s memory, with its strides (a tensor with the negative bit
+    is resolved into a copy first). ``numpy(force=True)`` detaches in one call."""
     check_tensor(where, tensor, dtype)
-    dense = tensor.detach().resolve_neg().contiguous()
-    return dense.numpy()
+    return tensor.numpy(force=True)
 
 
 def as_tensor(array: NDArray[Any]) -> torch.Tensor:

@@ -18,8 +18,10 @@ import numpy as np
 import torch
 from torch.utils._python_dispatch import _get_current_dispatch_mode
 
+from rnngraph.dtypes import dense
 from rnngraph.torch import _ops
 from rnngraph.torch._arrays import as_array, as_tensor
+from rnngraph.torch._states import to_op, to_torch
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -32,7 +34,7 @@ def eager(tensors: Sequence[torch.Tensor | None]) -> bool:
     mode, with no tracing system or dispatch mode that needs to see the op."""
     if torch.compiler.is_compiling() or _get_current_dispatch_mode() is not None:
         return False
-    return all(t is None or (type(t) in _PLAIN and t.device.type == "cpu") for t in tensors)
+    return all(t is None or (type(t) in _PLAIN and t.is_cpu) for t in tensors)
 
 
 _PLAIN = (torch.Tensor, torch.nn.Parameter)  # not subclasses such as FakeTensor
@@ -46,53 +48,89 @@ def _array(where: str, value: Any, dtype: torch.dtype) -> Any:
 
 
 def _forward(cell: TorchCell, tensors: Sequence[torch.Tensor | None], options: dict[str, Any],
-             training: bool, inputs: dict[str, Any] | None = None,
-             ) -> tuple[dict[str, Any], tuple[torch.Tensor, ...]]:
-    """The forward kernel on ``tensors`` (in ``cell.forward_inputs`` order) and ``options``:
-    all it produced (NumPy arrays, by output name), and h and the final states as tensors.
-    ``inputs``, if given, receives the NumPy views of ``tensors`` that the kernel read."""
-    bound = {**dict(zip(cell.forward_inputs, tensors)), **options,
-             _ops.TRAINING[0]: training}
-    produced = _ops.forward_arrays(cell, bound, inputs)
-    return produced, tuple(as_tensor(produced[name]) for name in cell.differentiable_outputs)
+             training: bool) -> tuple[dict[str, Any], dict[str, Any], tuple[torch.Tensor, ...]]:
+    """The forward kernel on ``tensors`` (in ``cell.forward_inputs`` order, initial states
+    in torch.nn's layout ``[D, N, H]``) and ``options``: the dense NumPy arrays the kernel
+    read (by label, states in the op's layout), all it produced (by output name), and h and
+    the final states ``[D, N, H]`` as tensors."""
+    op, dtype = cell.spec.name, _source(tensors).dtype
+    arrays = {label: _array(f"{op}: {label}", t, dtype)
+              for label, t in zip(cell.forward_inputs, tensors)}
+    D, N, H = _sizes(arrays["source"], arrays["recurrentWeight"], options)
+    for label in _STATES:
+        if arrays.get(label) is not None:
+            arrays[label] = to_op(arrays[label], D, N, H)
+    dense, produced = _ops.forward_on_arrays(cell, arrays, options, training)
+    outputs = (produced["h"], *(produced[name] for name in cell.final_states))
+    return dense, produced, tuple(map(as_tensor, outputs))
+
+
+_STATES = ("initState", "initCell")  # the inputs in torch.nn's layout, as h_n's and c_n's
+
+
+def _source(tensors: Sequence[torch.Tensor | None]) -> torch.Tensor:
+    """The source, the first of the forward op's inputs (the module has checked it)."""
+    source = tensors[0]
+    assert source is not None
+    return source
+
+
+def _sizes(source: Any, recurrent_weight: Any, options: dict[str, Any]) -> tuple[int, int, int]:
+    """D, N and H of a call."""
+    return 2 if options["bidirectional"] else 1, source.shape[1], recurrent_weight.shape[-1]
 
 
 class _Recurrent(torch.autograd.Function):
     """apply(cell, options, *the forward op's tensors in ``cell.forward_inputs`` order) -> h
-    and the final states, recorded for autograd (a training forward: zState is saved).
+    and the final states, recorded for autograd (a training forward: zState is saved). The
+    initial and final states, and their gradients, are in torch.nn's layout ``[D, N, H]``:
+    converted inside, in NumPy, they cost no autograd node.
 
     What only the backward reads (zState, the LSTM's cell sequence) stays a NumPy array kept
     on ``ctx`` rather than becoming an output: the gradient kernel reads it as it was written.
-    So do the NumPy views of the inputs, which the backward passes to the gradient kernel
-    once ``ctx.saved_tensors`` has checked that no input was modified in place since: the
-    fewer torch calls run between the two kernels, the less the adapter costs over a Graph
-    (those calls run from caches the kernels just filled with their own data)."""
+    So do the dense arrays the forward kernel read, which the backward passes to the gradient
+    kernel once ``ctx.saved_tensors`` has checked that no input was modified in place since;
+    their shapes were checked by the forward, and autograd gives the outputs' gradients the
+    outputs' shapes and dtype. The fewer calls run between the two kernels, the less the
+    adapter costs over a Graph (those calls run from caches the kernels just filled with
+    their own data)."""
 
     @staticmethod
     def forward(ctx: Any, cell: TorchCell, options: dict[str, Any],
                 *tensors: torch.Tensor | None) -> tuple[torch.Tensor, ...]:
-        inputs: dict[str, Any] = {}
-        produced, outputs = _forward(cell, tensors, options, training=True, inputs=inputs)
+        dense, produced, outputs = _forward(cell, tensors, options, training=True)
         ctx.set_materialize_grads(False)  # an unused output's gradient stays None, not zeros
         ctx.cell, ctx.options = cell, options  # (no tensors on ctx: NumPy arrays only)
-        ctx.produced, ctx.inputs = produced, inputs
+        ctx.produced, ctx.inputs = produced, dense
+        ctx.shapes = [None if t is None else t.shape for t in tensors]
         ctx.save_for_backward(*tensors, outputs[0])
         return outputs
 
     @staticmethod
     def backward(ctx: Any, *grads: torch.Tensor | None) -> tuple[Any, ...]:
-        cell, options, produced = ctx.cell, ctx.options, ctx.produced
+        cell, options, inputs = ctx.cell, ctx.options, ctx.inputs
         h = ctx.saved_tensors[-1]  # (reading them raises if one was modified in place)
-        # (An unused h's gradient is None: gradient_arguments gives the kernel zeros.)
-        arguments = _ops.gradient_arguments(cell, ctx.inputs, produced,
-                                            dict(zip(cell.differentiable_outputs, grads)),
-                                            options["bidirectional"])
         op, dtype = cell.spec.gradient_name, h.dtype
-        arrays = {label: _array(f"{op}: {label}", value, dtype)
-                  for label, value in arguments.items()}
-        gradients = _ops.gradient_arrays(cell, arrays, options)
-        return (None, None, *(None if label not in gradients else as_tensor(gradients[label])
-                              for label in cell.forward_inputs))
+        D, N, H = _sizes(inputs["source"], inputs["recurrentWeight"], options)
+        # An output's gradient may be strided (an expanded sum's ones): made dense. An unused
+        # h's gradient is None, and gradient_arguments gives the kernel zeros.
+        given = {name: g if g is None else _array(f"{op}: {name}", g, dtype)
+                 for name, g in zip(cell.differentiable_outputs, grads)}
+        by_output = {name: g if g is None else dense(g if name == "h" else to_op(g, D, N, H))
+                     for name, g in given.items()}
+        arguments = _ops.gradient_arguments(cell, inputs, ctx.produced, by_output,
+                                            options["bidirectional"])
+        gradients = _ops.gradient_on_arrays(cell, arguments, options)
+        return (None, None, *(None if label not in gradients
+                              else as_tensor(_input_layout(label, gradients[label], shape,
+                                                           D, N, H))
+                              for label, shape in zip(cell.forward_inputs, ctx.shapes)))
+
+
+def _input_layout(label: str, gradient: Any, shape: torch.Size, D: int, N: int,
+                  H: int) -> Any:
+    """An input's gradient from the kernel (op layout) shaped like the input."""
+    return (to_torch(gradient, D, N, H) if label in _STATES else gradient).reshape(shape)
 
 
 def _records(tensors: Sequence[torch.Tensor | None]) -> bool:
@@ -102,10 +140,11 @@ def _records(tensors: Sequence[torch.Tensor | None]) -> bool:
 
 def call(cell: TorchCell, inputs: dict[str, torch.Tensor | None], options: dict[str, Any],
          training: bool | None = None) -> tuple[torch.Tensor, ...]:
-    """The forward op on ``inputs`` (by label) and ``options`` (all of ``cell.options``, as
-    ``cell.descriptor_options`` gives them): h and the final states (the op's outputs up to
-    its saved ones). ``training``: whether the forward saves zState for a backward; None (the
-    modules): whenever autograd records the call.
+    """The forward op on ``inputs`` (by label; the initial states in torch.nn's layout
+    ``[D, N, H]``, or ``[D, H]`` with N = 1) and ``options`` (all of ``cell.options``, as
+    ``cell.descriptor_options`` gives them): h and the final states ``[D, N, H]``.
+    ``training``: whether the forward saves zState for a backward; None (the modules):
+    whenever autograd records the call.
 
     When ``eager`` allows it, a training call goes through ``_Recurrent`` (recorded for
     autograd) and an inference call runs the kernel directly, outside autograd. Anything else
@@ -121,6 +160,11 @@ def call(cell: TorchCell, inputs: dict[str, torch.Tensor | None], options: dict[
             outputs = _Recurrent.apply(cell, options, *tensors)  # type: ignore[no-untyped-call]
             return outputs
         if not recorded:
-            return _forward(cell, tensors, options, training=False)[1]
+            return _forward(cell, tensors, options, training=False)[2]
+    D, N, H = _sizes(inputs["source"], inputs["recurrentWeight"], options)
+    op_inputs = {label: to_op(t, D, N, H) if label in ("initState", "initCell") and t is not None
+                 else t for label, t in inputs.items()}
     op = getattr(getattr(torch.ops, _ops.NAMESPACE), cell.op)
-    return op(**inputs, **options, training=training)  # type: ignore[no-any-return]
+    outputs = op(**op_inputs, **options, training=training)
+    count = len(cell.differentiable_outputs)
+    return (outputs[0], *(to_torch(state, D, N, H) for state in outputs[1:count]))

@@ -101,7 +101,10 @@ class _RecurrentModule(nn.Module):
             nn.init.uniform_(parameter, -bound, bound)
 
     def _op_inputs(self) -> dict[str, torch.Tensor | None]:
-        return {label: getattr(self, label, None) for label in self._cell.forward_inputs
+        """The parameters by label, None where absent (read from ``_parameters``, which
+        ``nn.Module.__getattr__`` reads too, without its fallbacks)."""
+        parameters = self._parameters
+        return {label: parameters.get(label) for label in self._cell.forward_inputs
                 if label not in ("source", "initState", "initCell", "mask")}
 
     # --- forward -------------------------------------------------------------------------
@@ -116,7 +119,8 @@ class _RecurrentModule(nn.Module):
         Returns ``(output, h_n)`` (LSTM: ``(output, (h_n, c_n))``): output ``[T, N, D·H]``,
         h_n and c_n ``[D, N, H]``, as torch.nn returns them."""
         where = f"rnngraph.torch.{type(self).__name__}"
-        dtype = self.recurrentWeight.dtype
+        parameters = self._op_inputs()
+        dtype = parameters["recurrentWeight"].dtype  # type: ignore[union-attr]
         check_tensor(f"{where}: input", input, dtype)
         unbatched = input.dim() == 2
         source = input.unsqueeze(1) if unbatched else input
@@ -125,20 +129,19 @@ class _RecurrentModule(nn.Module):
         if source.dim() != 3 or source.shape[2] != features:
             raise ValueError(f"{where}: input: expected time-major [T, N, {features}] (or "
                              f"unbatched [T, {features}]), got shape {list(input.shape)}")
-        N = source.shape[1]
-        states = self._initial_states(where, hx, N, unbatched, dtype)
+        states = self._initial_states(where, hx, source.shape[1], unbatched, dtype)
         # (A parameter off the CPU is named by the op: its fake kernel refuses mixed devices.)
-        inputs: dict[str, Any] = {"source": source, **self._op_inputs(), **states,
+        inputs: dict[str, Any] = {"source": source, **parameters, **states,
                                   "mask": self._mask(where, mask, dtype, unbatched)}
         outputs = _direct.call(self._cell, inputs, self._options)  # (training: if recorded)
-        final = [self._torch_state(s, N, unbatched) for s in outputs[1:1 + len(states)]]
-        output = outputs[0].squeeze(1) if unbatched else outputs[0]
+        output, *final = (t.squeeze(1) for t in outputs) if unbatched else outputs
         state: State = (final[0], final[1]) if self._cell.has_cell else final[0]
         return output, state
 
     def _initial_states(self, where: str, hx: State | None, N: int, unbatched: bool,
                         dtype: torch.dtype) -> dict[str, torch.Tensor | None]:
-        """torch.nn's ``hx`` as the op's initState (initCell) ``[N, D·H]``."""
+        """torch.nn's ``hx``, checked, as the op's initState (initCell) in torch.nn's layout
+        ``[D, N, H]`` (unbatched ``[D, H]``), which ``_direct.call`` takes."""
         labels = ("initState", "initCell") if self._cell.has_cell else ("initState",)
         if hx is None:
             return dict.fromkeys(labels)
@@ -152,25 +155,12 @@ class _RecurrentModule(nn.Module):
             given = (hx,)
         D, H = self.num_directions, self.hidden_size
         expected = [D, H] if unbatched else [D, N, H]
-        states: dict[str, torch.Tensor | None] = {}
-        for label, name, state in zip(labels, names, given):
+        for name, state in zip(names, given):
             check_tensor(f"{where}: {name}", state, dtype)
             if list(state.shape) != expected:
                 raise ValueError(f"{where}: {name}: expected shape {expected} ([D, N, H] for "
                                  f"time-major input), got {list(state.shape)}")
-            # [D, N, H] -> [N, D·H]: one view when D = 1, none for unbatched [1, H] (each view
-            # op is an autograd node)
-            states[label] = (state if D == 1 and unbatched else state.reshape(N, H) if D == 1
-                             else state.reshape(D, N, H).transpose(0, 1).reshape(N, D * H))
-        return states
-
-    def _torch_state(self, state: torch.Tensor, N: int, unbatched: bool) -> torch.Tensor:
-        """The op's final state ``[N, D·H]`` as torch.nn's ``[D, N, H]`` (``[D, H]``)."""
-        D, H = self.num_directions, self.hidden_size
-        if D == 1:  # as above: unbatched, [N, H] = [1, H] already; else one view
-            return state if unbatched else state.unsqueeze(0)
-        out = state.reshape(N, D, H).transpose(0, 1).contiguous()
-        return out.squeeze(1) if unbatched else out
+        return dict(zip(labels, given))
 
     def _mask(self, where: str, mask: torch.Tensor | None, dtype: torch.dtype,
               unbatched: bool) -> torch.Tensor | None:

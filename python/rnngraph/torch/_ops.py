@@ -23,6 +23,7 @@ from rnngraph.dtypes import naming_memory_errors
 from rnngraph.ops.layouts import infer_sizes, normalise
 from rnngraph.torch._arrays import as_array, as_tensor, check_tensor
 from rnngraph.torch._cells import CELLS, TorchCell
+from rnngraph.torch._states import to_op
 from rnngraph.torch._threads import follow_torch
 
 if TYPE_CHECKING:
@@ -95,44 +96,38 @@ def _arrays(op: str, labels: tuple[str, ...], bound: dict[str, Any]) -> dict[str
             for label in labels}
 
 
-def final_step(sequence: NDArray[Any], reverse: bool, bidirectional: bool,
-               initial: NDArray[Any] | None, N: int, DH: int) -> NDArray[Any]:
-    """Each direction's state at its last processed step, ``[N, D·H]`` (SPEC.md section 4:
-    forward at t = T−1, reverse at t = 0); with T = 0, the initial state."""
-    T = sequence.shape[0]
-    if T == 0:
-        return np.zeros((N, DH), sequence.dtype) if initial is None else initial.copy()
-    if bidirectional:
-        H = DH // 2
-        return np.concatenate((sequence[T - 1, :, :H], sequence[0, :, H:]), axis=1)
-    last: NDArray[Any] = sequence[0 if reverse else T - 1]
-    return last.copy()
-
-
 # --- kernels -------------------------------------------------------------------------------
 
-def forward_arrays(cell: TorchCell, bound: dict[str, Any],
-                   inputs: dict[str, Any] | None = None) -> dict[str, NDArray[Any]]:
-    """The forward op on ``bound`` (tensors by label, options): its outputs by name, as the
-    arrays the core wrote. ``inputs``, if given, receives the NumPy views of the input
-    tensors the core read, by label."""
+def forward_on_arrays(cell: TorchCell, arrays: dict[str, Any], bound: dict[str, Any],
+                      training: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The forward kernel on ``arrays`` (NumPy, by label; states in the op's layout) and the
+    options in ``bound``, once their shapes are checked: the dense arrays it read (by
+    label), and what it produced, as the core wrote it: h, the LSTM's cellSequence, zState
+    (empty when not training), and the final states ``state`` (the LSTM's ``cell`` too) in
+    torch.nn's layout ``[D, N, H]`` (SPEC.md section 4: each direction's last processed
+    step)."""
     op = cell.spec.name
-    arrays = _arrays(op, cell.forward_inputs, bound)
-    if inputs is not None:
-        inputs.update(arrays)
-    options = _options(cell, bound)
-    reverse, bidirectional = bound["reverse"], bound["bidirectional"]
-    sizes = infer_sizes(op, cell.spec, arrays, bidirectional)
+    sizes = infer_sizes(op, cell.spec, arrays, bound["bidirectional"])
     with naming_memory_errors(op):
-        dense = normalise(arrays, sizes, bidirectional)
+        dense = normalise(arrays, sizes, bound["bidirectional"])
     follow_torch()
-    h, c, z = _core.rnn_forward(_core_options(cell, options), dense, training=bound["training"])
-    N, DH = h.shape[1], h.shape[2]
-    produced: dict[str, Any] = {
-        "h": h, "cellSequence": c, "zState": np.empty(0, h.dtype) if z is None else z,
-        "state": final_step(h, reverse, bidirectional, dense["initState"], N, DH)}
-    if c is not None:  # the LSTM's
-        produced["cell"] = final_step(c, reverse, bidirectional, dense["initCell"], N, DH)
+    h, c, z, h_n, c_n = _core.rnn_forward(_core_options(cell, _options(cell, bound)), dense,
+                                          training=training, final_states=True)
+    produced = {"h": h, "cellSequence": c, "state": h_n,
+                "zState": np.empty(0, h.dtype) if z is None else z}
+    if c_n is not None:
+        produced["cell"] = c_n
+    return dense, produced
+
+
+def forward_arrays(cell: TorchCell, bound: dict[str, Any]) -> dict[str, NDArray[Any]]:
+    """The forward op on ``bound`` (tensors by label, options): its outputs by name, as the
+    arrays the core wrote; the final states in the op's layout ``[N, D·H]``."""
+    arrays = _arrays(cell.spec.name, cell.forward_inputs, bound)
+    produced = forward_on_arrays(cell, arrays, bound, bound["training"])[1]
+    D, N, H = produced["state"].shape
+    for name in cell.final_states:
+        produced[name] = to_op(produced[name], D, N, H)
     return produced
 
 
@@ -155,9 +150,17 @@ def gradient_arrays(cell: TorchCell, arrays: dict[str, Any],
     sizes = infer_sizes(op, cell.spec, arrays, bidirectional)
     with naming_memory_errors(op):
         dense = normalise(arrays, sizes, bidirectional)
-    follow_torch()
-    grads = _core.rnn_gradients(_core_options(cell, _options(cell, bound)), dense)
+    grads = gradient_on_arrays(cell, dense, bound)
     return {label: grads[label].reshape(arrays[label].shape) for label in _returned(cell, arrays)}
+
+
+def gradient_on_arrays(cell: TorchCell, dense: dict[str, Any],
+                       bound: dict[str, Any]) -> dict[str, NDArray[Any]]:
+    """The gradient kernel on ``dense`` (dense NumPy arrays in the op's layouts, by label;
+    the core checks their shapes) and the options in ``bound``: the gradients by label, in
+    the op's layouts."""
+    follow_torch()
+    return _core.rnn_gradients(_core_options(cell, _options(cell, bound)), dense)
 
 
 def gradient_kernel(cell: TorchCell, bound: dict[str, Any]) -> list[torch.Tensor]:
@@ -227,7 +230,7 @@ def check_training(cell: TorchCell, training: bool) -> None:
 
 
 def gradient_arguments(cell: TorchCell, inputs: dict[str, Any], outputs: dict[str, Any],
-                       grad: dict[str, torch.Tensor | None],
+                       grad: dict[str, Any],
                        bidirectional: bool) -> dict[str, Any]:
     """The gradient op's arguments by label: the forward op's ``inputs``, its saved
     ``outputs`` (by output name) and the gradients ``grad`` of its outputs (by name; None
