@@ -25,6 +25,7 @@ import rnngraph
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TARGET = {"train": 1.10, "infer": 1.0}
+BUDGET_MS = 500.0  # profiled time per row at least: a small row's median of 10 calls is noise
 SECTIONS = ("projection", "packing", "forward_loops", "backward_prepare", "backward_loops",
             "weight_gradients")
 
@@ -67,9 +68,11 @@ def misses(run: dict) -> list[dict]:
 
 
 def profile(row_id: int, threads: int, reps: int) -> dict:
-    """profile_rows' sections for the row, each product section with its GFLOP/s."""
+    """profile_rows' sections for the row (over ``reps`` calls, or as many as fill
+    BUDGET_MS), each product section with its GFLOP/s."""
     rnngraph.set_num_threads(threads)
-    result = profile_rows.profile_row(row_id, reps)
+    estimate = profile_rows.profile_row(row_id, 3)["wall_ms"]  # (also warms the new team)
+    result = profile_rows.profile_row(row_id, max(reps, int(BUDGET_MS / estimate)))
     flop = section_flop(row_id)
     result["gflops"] = {name: flop[name] / (ms * 1e6)
                         for name, ms in result["sections_ms"].items() if name in flop and ms}
