@@ -141,6 +141,22 @@ Index panel_sweep(Index m, Index k0, Index kc, const S* a, Index lda, bool packe
   return i;
 }
 
+// dst[p·W + j] = src[p·p_stride + j·j_stride] for p in [p0, p1), j in [j0, j1).
+template <class S>
+void pack_elements(const S* __restrict src, Index p_stride, Index j_stride, Index p0, Index p1,
+                   Index j0, Index j1, Index W, S* __restrict dst) {
+  // Along p in runs of 16, so the panel rows being written stay in L1.
+  constexpr Index kTile = 16;
+  for (Index q0 = p0; q0 < p1; q0 += kTile) {
+    const Index qn = std::min(kTile, p1 - q0);
+    for (Index j = j0; j < j1; ++j) {
+      const S* col = src + j * j_stride + q0 * p_stride;
+      S* out = dst + q0 * W + j;
+      for (Index q = 0; q < qn; ++q) out[q * W] = col[q * p_stride];
+    }
+  }
+}
+
 // One panel: dst[p·W + j] = src[p·p_stride + j·j_stride] for j < cols, zero for the padding.
 template <class S>
 void pack_panel(const S* __restrict src, Index p_stride, Index j_stride, Index k, Index cols,
@@ -154,19 +170,19 @@ void pack_panel(const S* __restrict src, Index p_stride, Index j_stride, Index k
     }
     return;
   }
-  // A transpose: each column is a run along p; 16 of its elements at a time, so the panel
-  // rows being written stay in L1.
-  constexpr Index kTile = 16;
-  for (Index p0 = 0; p0 < k; p0 += kTile) {
-    const Index pn = std::min(kTile, k - p0);
-    S* out = dst + p0 * W;
-    for (Index j = 0; j < cols; ++j) {
-      const S* col = src + j * j_stride + p0 * p_stride;
-      for (Index p = 0; p < pn; ++p) out[p * W + j] = col[p * p_stride];
-    }
-    for (Index p = 0; p < pn; ++p)
-      for (Index j = cols; j < W; ++j) out[p * W + j] = S(0);
+  // A transpose. Where each column is a contiguous run along p, in L × L blocks through the
+  // vector registers; the edges (k or cols not a multiple of L), and other strides, element
+  // by element.
+  constexpr Index L = simd::Vec<S>::lanes;
+  const Index k_blocks = p_stride == 1 ? k / L * L : 0, col_blocks = cols / L * L;
+  for (Index p0 = 0; p0 < k_blocks; p0 += L) {
+    for (Index j0 = 0; j0 < col_blocks; j0 += L)
+      simd::transpose_block(src + j0 * j_stride + p0, j_stride, dst + p0 * W + j0, W);
   }
+  pack_elements(src, p_stride, j_stride, 0, k_blocks, col_blocks, cols, W, dst);
+  pack_elements(src, p_stride, j_stride, k_blocks, k, 0, cols, W, dst);
+  for (Index p = 0; p < k; ++p)
+    for (Index j = cols; j < W; ++j) dst[p * W + j] = S(0);
 }
 
 }  // namespace
