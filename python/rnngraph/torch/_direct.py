@@ -56,16 +56,21 @@ def _forward(cell: TorchCell, tensors: Sequence[torch.Tensor | None], options: d
     op, dtype = cell.spec.name, _source(tensors).dtype
     arrays = {label: _array(f"{op}: {label}", t, dtype)
               for label, t in zip(cell.forward_inputs, tensors)}
-    D, N, H = _sizes(arrays["source"], arrays["recurrentWeight"], options)
-    for label in _STATES:
-        if arrays.get(label) is not None:
-            arrays[label] = to_op(arrays[label], D, N, H)
-    dense, produced = _ops.forward_on_arrays(cell, arrays, options, training)
+    read, produced = _ops.forward_on_arrays(cell, _op_states(arrays, options), options,
+                                            training)
     outputs = (produced["h"], *(produced[name] for name in cell.final_states))
-    return dense, produced, tuple(map(as_tensor, outputs))
+    return read, produced, tuple(map(as_tensor, outputs))
 
 
 _STATES = ("initState", "initCell")  # the inputs in torch.nn's layout, as h_n's and c_n's
+
+
+def _op_states(inputs: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
+    """``inputs`` (tensors or NumPy arrays, by label) with the initial states in the op's
+    layout ``[N, D·H]``."""
+    D, N, H = _sizes(inputs["source"], inputs["recurrentWeight"], options)
+    return {label: to_op(value, D, N, H) if label in _STATES and value is not None else value
+            for label, value in inputs.items()}
 
 
 def _source(tensors: Sequence[torch.Tensor | None]) -> torch.Tensor:
@@ -98,33 +103,36 @@ class _Recurrent(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, cell: TorchCell, options: dict[str, Any],
                 *tensors: torch.Tensor | None) -> tuple[torch.Tensor, ...]:
-        dense, produced, outputs = _forward(cell, tensors, options, training=True)
+        read, produced, outputs = _forward(cell, tensors, options, training=True)
         ctx.set_materialize_grads(False)  # an unused output's gradient stays None, not zeros
         ctx.cell, ctx.options = cell, options  # (no tensors on ctx: NumPy arrays only)
-        ctx.produced, ctx.inputs = produced, dense
-        ctx.shapes = [None if t is None else t.shape for t in tensors]
+        ctx.produced, ctx.inputs = produced, read
         ctx.save_for_backward(*tensors, outputs[0])
         return outputs
 
     @staticmethod
     def backward(ctx: Any, *grads: torch.Tensor | None) -> tuple[Any, ...]:
         cell, options, inputs = ctx.cell, ctx.options, ctx.inputs
-        h = ctx.saved_tensors[-1]  # (reading them raises if one was modified in place)
+        *tensors, h = ctx.saved_tensors  # (reading them raises if one was modified in place)
         op, dtype = cell.spec.gradient_name, h.dtype
         D, N, H = _sizes(inputs["source"], inputs["recurrentWeight"], options)
-        # An output's gradient may be strided (an expanded sum's ones): made dense. An unused
-        # h's gradient is None, and gradient_arguments gives the kernel zeros.
-        given = {name: g if g is None else _array(f"{op}: {name}", g, dtype)
-                 for name, g in zip(cell.differentiable_outputs, grads)}
-        by_output = {name: g if g is None else dense(g if name == "h" else to_op(g, D, N, H))
-                     for name, g in given.items()}
+
+        def output_gradient(name: str, g: torch.Tensor) -> Any:
+            """The kernel's argument for an output's gradient, dense (it may be strided:
+            an expanded sum's ones)."""
+            array = _array(f"{op}: {name}", g, dtype)
+            return dense(array if name == "h" else to_op(array, D, N, H))
+
+        # (An unused h's gradient is None: gradient_arguments gives the kernel zeros.)
+        by_output = {name: None if g is None else output_gradient(name, g)
+                     for name, g in zip(cell.differentiable_outputs, grads)}
         arguments = _ops.gradient_arguments(cell, inputs, ctx.produced, by_output,
                                             options["bidirectional"])
         gradients = _ops.gradient_on_arrays(cell, arguments, options)
         return (None, None, *(None if label not in gradients
-                              else as_tensor(_input_layout(label, gradients[label], shape,
+                              else as_tensor(_input_layout(label, gradients[label], t.shape,
                                                            D, N, H))
-                              for label, shape in zip(cell.forward_inputs, ctx.shapes)))
+                              for label, t in zip(cell.forward_inputs, tensors)))
 
 
 def _input_layout(label: str, gradient: Any, shape: torch.Size, D: int, N: int,
@@ -161,10 +169,8 @@ def call(cell: TorchCell, inputs: dict[str, torch.Tensor | None], options: dict[
             return outputs
         if not recorded:
             return _forward(cell, tensors, options, training=False)[2]
-    D, N, H = _sizes(inputs["source"], inputs["recurrentWeight"], options)
-    op_inputs = {label: to_op(t, D, N, H) if label in ("initState", "initCell") and t is not None
-                 else t for label, t in inputs.items()}
     op = getattr(getattr(torch.ops, _ops.NAMESPACE), cell.op)
-    outputs = op(**op_inputs, **options, training=training)
+    outputs = op(**_op_states(inputs, options), **options, training=training)
+    D, N, H = _sizes(inputs["source"], inputs["recurrentWeight"], options)
     count = len(cell.differentiable_outputs)
     return (outputs[0], *(to_torch(state, D, N, H) for state in outputs[1:count]))
