@@ -6,6 +6,7 @@
 #include "tuning.hpp"
 
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 namespace rnngraph {
@@ -144,17 +145,21 @@ Index panel_sweep(Index m, Index k0, Index kc, const S* a, Index lda, bool packe
     for (Index i0 = 0; i0 < m; i0 += MR) {
       with_rows<MR>(std::min<Index>(MR, m - i0), [&](auto mr) {
         constexpr int R = decltype(mr)::value;
-        S* out = c + i0 * ldc;
-        if (!packed_rows) {
-          panel_block<S, R, NP, NV, false, false>(kc, a + i0 * lda, {lda}, panels, cols, offset,
-                                                  beta, out, ldc, nullptr);
-        } else if (NP == 1 && i0 == 0 && i + 1 < last) {
-          panel_block<S, R, NP, NV, true, true>(kc, a + i0 * kc, {0}, panels, cols, offset, beta,
-                                                out, ldc, b.panel(i + 1) + k0 * b.width);
-        } else {
-          panel_block<S, R, NP, NV, true, false>(kc, a + i0 * kc, {0}, panels, cols, offset, beta,
-                                                 out, ldc, nullptr);
-        }
+        const S* ahead =
+            NP == 1 && i0 == 0 && i + 1 < last ? b.panel(i + 1) + k0 * b.width : nullptr;
+        // The two runtime choices as the template's constants.
+        auto run = [&](auto packed, auto prefetch) {
+          constexpr bool P = decltype(packed)::value;
+          panel_block<S, R, NP, NV, P, decltype(prefetch)::value>(kc, a + i0 * (P ? kc : lda),
+                                                                  {lda}, panels, cols, offset, beta,
+                                                                  c + i0 * ldc, ldc, ahead);
+        };
+        auto with_prefetch = [&](auto packed) {
+          if (ahead) run(packed, std::true_type{});
+          else run(packed, std::false_type{});
+        };
+        if (packed_rows) with_prefetch(std::true_type{});
+        else with_prefetch(std::false_type{});
       });
     }
   }
