@@ -1,4 +1,5 @@
-"""Shared fixtures; the run ends with the worst finite-difference error seen."""
+"""Shared fixtures; the run ends with the worst finite-difference error seen, overall and per
+gradient rule of the Graph's ops (tests/graph_ops' checks through ``Graph.gradients``)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import zlib
 import numpy as np
 import pytest
 
-from toolkit import WORST
+from toolkit import WORST, WORST_BY_RULE
 
 
 @pytest.fixture
@@ -24,3 +25,10 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line(
             f"worst finite-difference gradient error: {WORST['error']:.3e} ({WORST['where']})"
         )
+    if WORST_BY_RULE:
+        terminalreporter.write_line(
+            "worst finite-difference error per gradient rule (Graph.gradients checks, float64; "
+            "a check through several op kinds counts for each):"
+        )
+        for rule, (error, where) in sorted(WORST_BY_RULE.items(), key=lambda item: -item[1][0]):
+            terminalreporter.write_line(f"  {rule:<32} {error:.2e}  ({where})")

@@ -13,7 +13,8 @@ A test hands over a ``build(g, tensors) -> Tensor`` function: it builds the op u
     axis (W: a random constant drawn from ``rng``), takes ``g.gradients(of=loss, with_=[every
     placeholder])`` and compares them with central differences (eps = 1e-6) of the loss.
     Returns the worst error, ``max|analytic - numeric| / max(1, max|numeric|)`` over the
-    inputs, and records it in the suite's worst-error summary (toolkit's ``WORST``). Assert it
+    inputs, and records it in the suite's worst-error summary (toolkit's ``WORST``, and
+    ``WORST_BY_RULE`` under every op kind ``build`` added: the gradient rules checked). Assert it
     below ``FD_BOUND``. Keep inputs tiny (every element costs two runs) and away from kinks.
 
 Also shared by the tests here: the data-type lists ``FLOATS``, ``INTS`` and ``ALL``;
@@ -128,7 +129,9 @@ def fd_check(
     g = rg.Graph()
     tensors = _placeholders(g, inputs, rg.float64, shapes)
     arrays = {label: np.array(value, np.float64) for label, value in inputs.items()}
+    built_from = len(g._ops)
     out = build(g, tensors)
+    rules = {op.kind for op in g._ops[built_from:]} - {"placeholder", "constant"}
     feeds = {tensors[label]: arrays[label] for label in arrays}
     value = g.run(feeds=feeds, targetTensors=[out])[out]
     weights = g.constant(rng.standard_normal(value.shape), dataType=rg.float64)
@@ -142,7 +145,7 @@ def fd_check(
     worst = 0.0
     for label, numeric in numerical_gradients(loss_at, arrays).items():
         error = relative_error(analytic[grads[tensors[label]]], numeric)
-        worst = max(worst, record(error, f"{where or 'fd_check'}: d{label}"))
+        worst = max(worst, record(error, f"{where or 'fd_check'}: d{label}", rules))
     return worst
 
 

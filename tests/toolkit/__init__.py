@@ -85,6 +85,7 @@ Writing a test for a new option:
 from .case import Case, cases, layout_dims
 from .finite_differences import (
     WORST,
+    WORST_BY_RULE,
     assert_gradients_close,
     check_gradients,
     check_random_direction,
@@ -142,6 +143,7 @@ __all__ = [
     "SLOT_DEFAULTS",
     "TOLERANCES",
     "WORST",
+    "WORST_BY_RULE",
     "Case",
     "Signals",
     "Tolerance",

@@ -1,7 +1,9 @@
 """Gradient checks by central differences (float64, tiny shapes) and their bookkeeping.
 
 Every check records its error in ``WORST``; conftest.py prints the worst one at the end of
-the run. ``check_gradients`` is the usual entry point: it compares the analytic gradients of
+the run, and, for the checks that name the Graph op kinds they went through (``rules=``), the
+worst error per kind in ``WORST_BY_RULE``: an upper bound for each gradient rule, since a check
+through several kinds counts for each of them. ``check_gradients`` is the usual entry point: it compares the analytic gradients of
 a case with central differences of the loss through rnngraph's forward op and through the
 NumPy reference.
 """
@@ -14,12 +16,16 @@ from . import runner
 from .tolerances import TOLERANCES, relative_error
 
 WORST = {"error": None, "where": ""}
+WORST_BY_RULE: dict[str, tuple[float, str]] = {}  # op kind -> (worst error, where)
 EPS = 1e-6
 
 
-def record(error: float, where: str) -> float:
+def record(error: float, where: str, rules=()) -> float:
     if WORST["error"] is None or error > WORST["error"]:
         WORST["error"], WORST["where"] = error, where
+    for rule in rules:
+        if rule not in WORST_BY_RULE or error > WORST_BY_RULE[rule][0]:
+            WORST_BY_RULE[rule] = (error, where)
     return error
 
 
