@@ -67,6 +67,28 @@ def test_descriptor_property_validation(cell):
         with pytest.raises((AttributeError, TypeError)):
             kind(**{unknown: True})
         assert not hasattr(d, unknown)
+        with pytest.raises(AttributeError, match=unknown):
+            delattr(d, unknown)
+
+
+@pytest.mark.parametrize("cell", CELLS, ids=[DESCRIPTORS[c].__name__ for c in CELLS])
+def test_a_property_cannot_be_lost(cell):
+    """``del`` is refused with the default named; one removed around the descriptor's own
+    checks is refused by name when an op is built with it."""
+    kind = DESCRIPTORS[cell]
+    d = kind(training=True)
+    with pytest.raises(AttributeError, match=rf"^{kind.__name__}\.training: .*default: False"):
+        del d.training
+    assert d.training is True
+    object.__delattr__(d, "training")
+    g = rg.Graph()
+    op = {"singleGateRNN": g.singleGateRNN, "LSTM": g.LSTM, "GRU": g.GRU}[cell]
+    gates = {"singleGateRNN": 1, "LSTM": 4, "GRU": 3}[cell]
+    x = g.placeholder((2, 1, gates * 2), rg.float32)  # no inputWeight: [T, N, gates·H]
+    R = g.placeholder((gates * 2, 2), rg.float32)
+    with pytest.raises(ValueError, match=rf"^{cell}: descriptor: {kind.__name__}\.training: "
+                       r"the property is missing"):
+        op(x, recurrentWeight=R, descriptor=d)
 
 
 def test_rnn_activation_raw_values():

@@ -9,7 +9,6 @@ ops already built.
 
 from __future__ import annotations
 
-import copy
 import difflib
 import inspect
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -90,13 +89,27 @@ class _Descriptor:
                 raise self._unknown(name)
             object.__setattr__(self, name, value)
 
+        def __delattr__(self, name):
+            if name in self._defaults:
+                raise AttributeError(
+                    f"{type(self).__name__}.{name}: a property cannot be deleted; set it "
+                    f"instead (MPSGraph's default: {self._defaults[name]!r})")
+            raise self._unknown(name)
+
     def copy(self) -> Self:
-        return copy.copy(self)
+        """The same properties in a new descriptor (no defaults filled in: a property lost
+        around the checks stays lost, for ``_validate`` to name)."""
+        copied = object.__new__(type(self))
+        copied.__dict__.update(self.__dict__)
+        return copied
 
     def _validate(self) -> None:
         """Check every property again (one set around the setter, e.g. by
         ``object.__setattr__``, is refused here before it reaches the core)."""
         for name in (*self._flags, *self._activations):
+            if name not in self.__dict__:  # lost around __delattr__ (object.__delattr__)
+                raise ValueError(f"{type(self).__name__}.{name}: the property is missing; "
+                                     f"set it (MPSGraph's default: {self._defaults[name]!r})")
             setattr(self, name, getattr(self, name))
 
     def as_dict(self) -> dict[str, Any]:

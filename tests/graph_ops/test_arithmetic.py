@@ -79,6 +79,12 @@ MATMUL = [
     ((2, 3), (5, 3, 4)),
     ((2, 1, 2, 3), (3, 3, 2)),
     ((1, 1), (1, 1)),
+    # numpy.matmul's rank-1 operands: [K] as [1, K] (primary) or [K, 1] (secondary), dropped
+    ((3,), (3,)),
+    ((3,), (3, 4)),
+    ((2, 3), (3,)),
+    ((5, 2, 3), (3,)),
+    ((3,), (5, 3, 4)),
 ]
 
 
@@ -416,15 +422,29 @@ BUILD_ERRORS = (
         ),
         (
             "matrixMultiplication",
-            lambda g, f, d, i: g.matrixMultiplication(g.placeholder([3], rg.float32), f),
+            lambda g, f, d, i: g.matrixMultiplication(2.0, f),
             ValueError,
-            "primary: expected rank >= 2",
+            "primary: expected rank >= 1",
         ),
         (
             "matrixMultiplication",
-            lambda g, f, d, i: g.matrixMultiplication(f, g.placeholder([3], rg.float32)),
+            lambda g, f, d, i: g.matrixMultiplication(f, g.placeholder([2], rg.float32)),
             ValueError,
-            "secondary: expected rank >= 2",
+            r"secondary: expected \[\.\.\., 3, N\] or \[3\] to match primary \[2, 3\], got \[2\]",
+        ),
+        (
+            "matrixMultiplication",
+            lambda g, f, d, i: g.matrixMultiplication(g.placeholder([3], rg.float32), f),
+            ValueError,
+            r"secondary: expected \[\.\.\., 3, N\] or \[3\] to match primary \[3\]",
+        ),
+        (
+            "matrixMultiplication",
+            lambda g, f, d, i: g.matrixMultiplication(
+                g.placeholder([3], rg.float32), g.placeholder([3], rg.float32), name=1
+            ),
+            TypeError,
+            "name: ",
         ),
         (
             "matrixMultiplication",

@@ -162,15 +162,15 @@ def _float_matmul(x: NDArray[Any], y: NDArray[Any]) -> NDArray[Any]:
     return out
 
 
-def _matmul_shape(a: Tensor, b: Tensor) -> Shape:
-    for label, t in (("primary", a), ("secondary", b)):
-        if len(t.shape) < 2:
-            raise ValueError(f"matrixMultiplication: {label}: expected rank >= 2 "
-                             f"([..., M, K] and [..., K, N]), got {shape_text(t.shape)}")
-    k, k2 = a.shape[-1], b.shape[-2]
+def _check_inner(a: Tensor, b: Tensor) -> None:
+    k, k2 = a.shape[-1], b.shape[-2 if len(b.shape) > 1 else 0]
     if k is not None and k2 is not None and k != k2:
-        raise ValueError(f"matrixMultiplication: secondary: expected [..., {k}, N] to match "
+        wanted = f"[..., {k}, N] or [{k}]"
+        raise ValueError(f"matrixMultiplication: secondary: expected {wanted} to match "
                          f"primary {shape_text(a.shape)}, got {shape_text(b.shape)}")
+
+
+def _matmul_shape(a: Tensor, b: Tensor) -> Shape:
     batch = broadcast_shapes("matrixMultiplication", {"primary batch": a.shape[:-2],
                                                       "secondary batch": b.shape[:-2]})
     return batch + (a.shape[-2], b.shape[-1])
@@ -204,11 +204,30 @@ class ArithmeticOps:
     def matrixMultiplication(self: GraphBuilder, primary: Operand, secondary: Operand,
                              name: str | None = None) -> Tensor:
         """Batched matrix product, like ``numpy.matmul``: ``primary [..., M, K]`` times
-        ``secondary [..., K, N]`` gives ``[..., M, N]``, the batch dims ``...`` broadcast."""
+        ``secondary [..., K, N]`` gives ``[..., M, N]``, the batch dims ``...`` broadcast.
+
+        As in ``numpy.matmul``, a rank-1 ``primary [K]`` is read as ``[1, K]`` and a rank-1
+        ``secondary [K]`` as ``[K, 1]``, and that dimension is dropped from the result:
+        ``[K] x [..., K, N] -> [..., N]``, ``[..., M, K] x [K] -> [..., M]``, ``[K] x [K] -> []``.
+        (Built as expandDims, the product and squeeze, so the gradients are theirs.)"""
         op = "matrixMultiplication"
         tensors = operands(self, op, {"primary": primary, "secondary": secondary})
         dtype = same_type(op, tensors)
         a, b = tensors["primary"], tensors["secondary"]
+        for label, t in tensors.items():
+            if len(t.shape) == 0:
+                raise ValueError(f"{op}: {label}: expected rank >= 1 ([..., M, K] or [K] and "
+                                 f"[..., K, N] or [K]), got a scalar")
+        _check_inner(a, b)
+        vector_axes = [-2] if len(a.shape) == 1 else []
+        vector_axes += [-1] if len(b.shape) == 1 else []
+        if vector_axes:  # numpy.matmul's rank-1 rule around a rank-2 product
+            if name is not None and not isinstance(name, str):  # before any op is added
+                raise TypeError(f"{op}: name: expected a str or None, got {name!r}")
+            a = a if len(a.shape) > 1 else self.expandDims(a, axis=0)
+            b = b if len(b.shape) > 1 else self.expandDims(b, axis=-1)
+            product = self.matrixMultiplication(a, b)
+            return self.squeeze(product, axes=vector_axes, name=name)
         shape = _matmul_shape(a, b)
 
         def compute(arrays: RunArrays) -> list[NDArray[Any]]:
