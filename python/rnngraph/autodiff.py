@@ -125,9 +125,9 @@ def gradients(graph: Graph, of: Tensor, with_: Iterable[Tensor]) -> dict[Tensor,
     if not of.dataType.is_float:
         raise TypeError(f"gradients: of: {of.name!r} is {of.dataType.value}; only float "
                         "tensors have gradients")
-    key = (of, targets)
+    key = (of, frozenset(targets))  # the same tensors in any order: what was recorded
     if key in graph._gradients:
-        return dict(graph._gradients[key])
+        return {t: graph._gradients[key][t] for t in targets}
     ops, live = _on_paths(graph._ops_needed([of]), set(targets))
     cotangent: dict[Tensor, Tensor] = {}
     if of in live:

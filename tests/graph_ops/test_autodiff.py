@@ -92,6 +92,8 @@ def test_gradients_called_again_reuse_what_they_recorded():
     assert len(g._ops) == ops
     assert len(g._gradients) == 1  # the record of gradients() does not grow either
     assert len(g._plans) == 1
+    swapped = g.gradients(of=loss, with_=[R, W])  # the same tensors in another order
+    assert list(swapped) == [R, W] and swapped == first and len(g._ops) == ops
 
 
 def test_the_walk_visits_only_paths_from_with(rng):
@@ -196,3 +198,48 @@ def test_returned_gradients_never_share_memory():
     assert not np.shares_memory(out[grads[s]], out[grads[x]])
     out[grads[s]][0, 0] = 99.0
     assert out[grads[x]][0, 0] == 4.0
+
+
+RECURRENT_OPTIONS = [
+    ("singleGateRNN", {}),
+    ("singleGateRNN", {"reverse": True, "activation": rg.RNNActivation.tanh}),
+    ("singleGateRNN", {"bidirectional": True, "activation": rg.RNNActivation.sigmoid}),
+    ("GRU", {}),
+    ("GRU", {"resetAfter": True}),
+    ("GRU", {"resetGateFirst": True, "flipZ": True, "reverse": True}),
+    ("GRU", {"bidirectional": True, "resetAfter": True}),
+    ("LSTM", {"bidirectional": True}),
+]
+GATES = {"singleGateRNN": 1, "GRU": 3, "LSTM": 4}
+DESCRIPTOR = {
+    "singleGateRNN": rg.SingleGateRNNDescriptor,
+    "GRU": rg.GRUDescriptor,
+    "LSTM": rg.LSTMDescriptor,
+}
+
+
+@pytest.mark.parametrize(("cell", "options"), RECURRENT_OPTIONS,
+                         ids=[f"{c}-{'-'.join(o) or 'default'}" for c, o in RECURRENT_OPTIONS])
+def test_recurrent_ops_through_gradients_match_central_differences(cell, options, rng):
+    """Graph.gradients through each recurrent forward op (every differentiable input: source,
+    recurrentWeight, inputWeight, bias, initState, and GRU's secondaryBias) and an op after it,
+    against central differences; the recurrent op's rule is its gradient kernel."""
+    D = 2 if options.get("bidirectional") else 1
+    G = GATES[cell]
+    inputs = {
+        "source": rng.standard_normal((T, N, I)) * 0.5,
+        "recurrentWeight": rng.standard_normal((2, G * H, H) if D == 2 else (G * H, H)) * 0.5,
+        "inputWeight": rng.standard_normal((D * G * H, I)) * 0.5,
+        "bias": rng.standard_normal(D * G * H) * 0.5,
+        "initState": rng.standard_normal((N, D * H)) * 0.5,
+    }
+    if cell == "GRU":
+        inputs["secondaryBias"] = rng.standard_normal(D * H) * 0.5
+    descriptor = DESCRIPTOR[cell](**options)
+
+    def build(g, t):
+        outputs = getattr(g, cell)(t["source"], descriptor=descriptor,
+                                   **{k: v for k, v in t.items() if k != "source"})
+        return g.tanh(outputs[0])  # a loss that is not linear in h
+
+    assert fd_check(build, inputs, rng, where=f"{cell} {options}") < FD_BOUND
