@@ -60,6 +60,22 @@ def test_numbers_take_the_tensor_type(rng):
     assert got.dtype == np.int64 and got.tolist() == [[5, 2, 7]]
 
 
+def test_python_lists_and_tuples_take_the_tensor_type_but_arrays_keep_theirs(rng):
+    x = draw(rng, (2, 3), rg.float32)
+    got = run_op(lambda g, t: g.addition(t["x"], [1.0, 2.0, 3.0]), {"x": x}, rg.float32)
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, x + np.float32([1, 2, 3]))
+    i = np.array([[1, -2, 3]], np.int32)
+    got = run_op(lambda g, t: g.multiplication(t["i"], (2, 3, 4)), {"i": i}, rg.int32)
+    assert got.dtype == np.int32 and got.tolist() == [[2, -6, 12]]
+    g = rg.Graph()
+    ints = g.placeholder((3,), rg.int32)
+    with pytest.raises(TypeError, match="^addition: secondaryTensor: .*expected integers"):
+        g.addition(ints, [1.5, 2.0, 3.0])  # no silent truncation
+    with pytest.raises(TypeError, match="^addition: secondaryTensor: expected dataType float32"):
+        g.addition(g.placeholder((3,), rg.float32), np.ones(3))  # an array keeps float64
+
+
 def test_unknown_dims_broadcast_at_run_time(rng):
     a, b = draw(rng, (4, 2, 3), rg.float64), draw(rng, (2, 1), rg.float64)
     got = run_op(

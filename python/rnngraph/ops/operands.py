@@ -25,9 +25,10 @@ if TYPE_CHECKING:
 
 def operand(graph: GraphBuilder, value: object, where: str,
             like: DataType | None = None) -> Tensor:
-    """``value`` as a Tensor of ``graph``: a Tensor of it as it is; a Python number or a NumPy
-    array as a constant. A Python number takes ``like`` (the other operand's type); an array
-    keeps float64 and int32/int64, and any other real array becomes float32."""
+    """``value`` as a Tensor of ``graph``: a Tensor of it as it is; a Python number, list or
+    tuple, or a NumPy array as a constant. Python numbers (alone or in a list or tuple) take
+    ``like`` (the other operand's type) when there is one; an array keeps float64 and
+    int32/int64, and any other real array becomes float32."""
     if isinstance(value, Tensor):
         return graph._own(value, where)
     if value is None:
@@ -36,7 +37,9 @@ def operand(graph: GraphBuilder, value: object, where: str,
                                                          list, tuple)):
         raise TypeError(f"{where}: expected an rnngraph Tensor, a number or an array, got "
                         f"{type(value).__name__}")
-    if isinstance(value, numbers.Real) and not isinstance(value, np.generic) and like is not None:
+    python_numbers = (isinstance(value, (list, tuple))
+                      or (isinstance(value, numbers.Real) and not isinstance(value, np.generic)))
+    if python_numbers and like is not None:
         return graph._constant(value, None, like, None, where)
     array = np.asarray(value)
     if array.dtype.kind not in "fiu":
