@@ -1,14 +1,16 @@
 """Every notebook runs top to bottom without an error and shows what it is there to show: the
-quickstart its finite-difference check of every gradient and its plot (every notebook must
-show at least one figure), the PyTorch notebook
+quickstart its finite-difference check of every gradient, its GRU and its plots (every notebook
+must show at least one figure), the training notebook its falling loss, the PyTorch notebook
 its agreement with torch.nn, its loss curve and its timing table (within its time budget), the
 benchmarks notebook its table, its three figures and its checked claims.
 
-Each notebook runs once (``executed``); the tests read the outputs of its cells. A probe cell
-appended to the in-memory copy (the file is not touched) prints, as JSON, what the outputs
-cannot show: the quickstart and the PyTorch notebook draw on the Agg backend, which displays
-nothing, so the probe reports the figures the kernel holds; in the benchmarks notebook, how
-many rows, thread counts and fits the results have.
+Each notebook runs once (``executed``) in a Jupyter kernel, its figures shown inline as in
+Jupyter; the tests read the outputs of its cells. Two cells are added to the in-memory copy
+(the file is not touched): a first one keeps the figures open after they are shown, and a
+probe at the end prints, as JSON, what the outputs cannot show: the Axes of every figure
+(title and number of bars; colorbars counted apart), any legend that covers a bar and any x
+tick labels that run into each other (both measured on the drawn figure), and in the
+benchmarks notebook how many rows, thread counts and fits the results have.
 """
 
 from __future__ import annotations
@@ -30,8 +32,27 @@ KEEP_FIGURES = "%config InlineBackend.close_figures = False"
 PROBE = """
 import json
 import matplotlib.pyplot as plt
-probe = {"figures": [{"title": ax.get_title(), "bars": len(ax.patches)}
-                     for n in plt.get_fignums() for ax in plt.figure(n).axes]}
+from matplotlib.transforms import Bbox
+probe = {"figures": [], "colorbars": 0, "legends": 0, "covered": [], "crowded": []}
+for fig in map(plt.figure, plt.get_fignums()):
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    axes = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
+    probe["colorbars"] += len(fig.axes) - len(axes)
+    # Every bar as drawn (clipped to its Axes), against every legend of the figure.
+    bars = [(ax, Bbox.intersection(bar.get_window_extent(renderer), ax.get_window_extent(renderer)))
+            for ax in axes for bar in ax.patches]
+    legends = [ax.get_legend() for ax in axes if ax.get_legend()] + fig.legends
+    for legend in legends:
+        probe["legends"] += 1
+        frame = legend.get_window_extent(renderer)
+        probe["covered"] += [ax.get_title() for ax, box in bars
+                             if box is not None and box.overlaps(frame)]
+    for ax in axes:
+        probe["figures"].append({"title": ax.get_title(), "bars": len(ax.patches)})
+        labels = [t.get_window_extent(renderer) for t in ax.get_xticklabels()
+                  if t.get_visible() and t.get_text()]
+        probe["crowded"] += [ax.get_title() for a, b in zip(labels, labels[1:]) if a.overlaps(b)]
 if "results" in globals():
     probe |= {"rows": len(results["results"]), "threads": meta["threads"]["measured"],
               "fits": len(scaling["fits"])}
@@ -116,10 +137,23 @@ def test_quickstart_checks_every_gradient_against_finite_differences():
 
 
 def test_quickstart_draws_the_source_gradient_and_the_gates_over_time():
-    figures = probe(executed("01_quickstart"))["figures"]
+    facts = probe(executed("01_quickstart"))
+    figures = facts["figures"]
     assert figures[0] == {"title": "singleGateRNN source gradient", "bars": 12}  # T = 12
     assert [f["title"] for f in figures[1:]] == [
         "gate input i", "gate forget f", "gate cell z", "gate output o", "state h"]
+    assert facts["colorbars"] == 2  # one for the four gates, one for the state
+
+
+@pytest.mark.parametrize("stem", NOTEBOOKS)
+def test_no_legend_covers_a_bar_and_no_tick_labels_overlap(stem):
+    """Measured on the drawn figures: every legend's frame against every bar (clipped to its
+    Axes), and each x tick label against the next."""
+    facts = probe(executed(stem))
+    assert facts["covered"] == [], f"{stem}: a legend covers bars of {facts['covered']}"
+    assert facts["crowded"] == [], f"{stem}: x tick labels overlap in {facts['crowded']}"
+    if stem == "benchmarks":
+        assert facts["legends"] >= 2 * len(facts["threads"])  # the two bar charts' legends
 
 
 def test_quickstart_checks_a_loss_gradient_with_rnngraph_testing():
@@ -138,6 +172,14 @@ def test_quickstart_runs_a_masked_bidirectional_lstm_and_a_gru_from_torch():
     assert float(difference) <= 1e-12
 
 
+def test_quickstart_runs_a_gru_without_torch():
+    """The standalone GRU (resetAfter, training) needs no torch: its shapes are printed and
+    the notebook checks its state against its gates [z, r, o]."""
+    cell = cell_calling(executed("01_quickstart"), "rg.GRUDescriptor(resetAfter=True")
+    assert "torch" not in cell.source
+    assert stdout(cell).split() == ["h:", "(10,", "2,", "4)", "zState:", "(10,", "2,", "12)"]
+
+
 def test_pytorch_notebook_agrees_with_the_converted_torch_lstm():
     lines = stdout(cell_calling(executed("03_pytorch"), "from_torch")).splitlines()
     rows = [re.fullmatch(r"(\S.*?)\s+max \|torch − rnngraph\| = (\S+)", line) for line in lines]
@@ -153,6 +195,9 @@ def test_training_notebook_lowers_the_loss_and_learns_the_text():
     (match,) = re.findall(r"^first loss (\S+), final loss (\S+) ", text, re.MULTILINE)
     first, final = map(float, match)
     assert final < first / 2, text
+    check = stdout(cell_calling(notebook, "assert final_loss < first_loss / 2"))
+    assert re.fullmatch(r"loss: first step \d+\.\d+, last 10 steps \d+\.\d+ \(\d+% of the first\)\n",
+                        check), check
     before = stdout(cell_calling(notebook, "before training"))
     after = stdout(cell_calling(notebook, "after training"))
     words = set(TRAINING_TEXT.read_text().split())
