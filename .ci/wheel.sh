@@ -68,6 +68,7 @@ if grep -q "libscipy_openblas" <<<"$listing"; then
   echo "wheel: ${repaired[0]##*/} bundles libscipy_openblas" >&2
   exit 1
 fi
+grep -q "rnngraph/SPEC.md" <<<"$listing" || { echo "wheel: no rnngraph/SPEC.md in it" >&2; exit 1; }
 phase "repaired ${repaired[0]##*/}"
 
 # 4. A fresh venv with nothing but the repaired wheel and its dependencies, and the demo run

@@ -1,5 +1,11 @@
 """rnngraph: MPSGraph's recurrent-network ops (singleGateRNN, LSTM, GRU and their gradient
-ops) on the CPU, for NumPy users. See README.md and SPEC.md."""
+ops) on the CPU, for NumPy users.
+
+The specification, which the docstrings cite as "SPEC.md section N", is installed with the
+package as ``rnngraph/SPEC.md`` (``importlib.resources.files("rnngraph") / "SPEC.md"``); it
+is ``docs/SPEC.md`` in the source tree and the source distribution, and the "Specification"
+page of the docs site. README.md, also the package metadata's description, covers
+installation and use."""
 
 from rnngraph import _blas
 
