@@ -169,6 +169,26 @@ def test_the_fast_path_does_not_look_for_lost_precision(monkeypatch):
     assert g.run(feeds={x: value}, targetTensors=[x])[x] is value
 
 
+@pytest.mark.parametrize("cell", ["singleGateRNN", "LSTM", "GRU"])
+def test_a_float64_array_given_to_a_float32_recurrent_op_warns_at_build_time(cell):
+    """Arrays become constants of the op's dataType: float64 weights for a float32 op lose
+    precision, as a float64 feed does; float32 arrays and a float64 op are quiet."""
+    G = {"singleGateRNN": 1, "LSTM": 4, "GRU": 3}[cell]
+    g = rg.Graph()
+    x = g.placeholder((3, 2, 4), rg.float32)
+    build = getattr(g, cell)
+    with pytest.warns(UserWarning, match=rf"^{cell}: recurrentWeight: a float64 array converted "
+                      r"to the op's float32 loses precision") as caught:
+        build(x, recurrentWeight=np.zeros((G * 2, 2)), inputWeight=np.zeros((G * 2, 4), np.float32))
+    assert len(caught) == 1 and caught[0].filename == __file__  # points at the user's line
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        build(x, recurrentWeight=np.zeros((G * 2, 2), np.float32),
+              inputWeight=np.zeros((G * 2, 4), np.float32))
+        x64 = g.placeholder((3, 2, 4), rg.float64)
+        build(x64, recurrentWeight=np.zeros((G * 2, 2)), inputWeight=np.zeros((G * 2, 4)))
+
+
 def test_the_readme_example_feeds_the_placeholders_dtype():
     text = (ROOT / "README.md").read_text()
     example = re.search(r"```python\n(.*?)```", text, re.DOTALL)

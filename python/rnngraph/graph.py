@@ -160,7 +160,7 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps, StateOps, ArithmeticOps, Activati
         self._names = itertools.count()
         self._plans: dict[tuple[tuple[Tensor, ...], int], _Plan] = {}
         # gradients(of, with_) recorded so far: called again, it returns the same tensors.
-        self._gradients: dict[tuple[Tensor, tuple[Tensor, ...]], dict[Tensor, Tensor]] = {}
+        self._gradients: dict[tuple[Tensor, frozenset[Tensor]], dict[Tensor, Tensor]] = {}
         # Placeholders whose feed has warned of lost precision (once each, see _feed_array).
         self._warned_feeds: set[Tensor] = set()
 

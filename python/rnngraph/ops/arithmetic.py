@@ -224,10 +224,10 @@ class ArithmeticOps:
         if vector_axes:  # numpy.matmul's rank-1 rule around a rank-2 product
             if name is not None and not isinstance(name, str):  # before any op is added
                 raise TypeError(f"{op}: name: expected a str or None, got {name!r}")
-            a = a if len(a.shape) > 1 else self.expandDims(a, axis=0)
-            b = b if len(b.shape) > 1 else self.expandDims(b, axis=-1)
-            product = self.matrixMultiplication(a, b)
-            return self.squeeze(product, axes=vector_axes, name=name)
+            g = cast("Graph", self)
+            a = a if len(a.shape) > 1 else g.expandDims(a, axis=0)
+            b = b if len(b.shape) > 1 else g.expandDims(b, axis=-1)
+            return g.squeeze(g.matrixMultiplication(a, b), axes=vector_axes, name=name)
         shape = _matmul_shape(a, b)
 
         def compute(arrays: RunArrays) -> list[NDArray[Any]]:

@@ -7,6 +7,7 @@ Each cell is described by a ``CellSpec``; the per-cell modules only add the publ
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -114,7 +115,14 @@ def collect_inputs(graph: GraphBuilder, op: str, arguments: Arguments,
 
 def to_tensors(graph: GraphBuilder, op: str, inputs: Checked,
                dtype: DataType) -> dict[str, Tensor | None]:
-    """The checked inputs as Tensors: arrays become constants of the op's dataType."""
+    """The checked inputs as Tensors: arrays become constants of the op's dataType (a
+    float64 array made float32 warns, as a feed does: README "Feeds and precision")."""
+    for label, value in inputs.items():
+        if (isinstance(value, np.ndarray) and value.dtype == np.float64
+                and dtype == DataType.float32):
+            warnings.warn(f"{op}: {label}: a float64 array converted to the op's float32 "
+                          "loses precision; pass float32 (e.g. array.astype(np.float32)) or "
+                          "a float64 source to avoid this warning", UserWarning, stacklevel=4)
     return {label: value if value is None or isinstance(value, Tensor)
             else graph._constant(value, None, dtype, None, f"{op}: {label}")
             for label, value in inputs.items()}
