@@ -56,9 +56,10 @@ def _bars(ax: Axes, records: list, series: dict, ylabel: str) -> None:
         ax.bar(x + (k - (len(series) - 1) / 2) * width, [np.nan if y is None else y for y in ys],
                width, label=name)
     short = {"GRU resetAfter": "GRU", "GRU reset-before": "GRU r-b", "RNN tanh": "RNN"}
-    labels = [f"{r['row']}\n{short.get(r['label'], r['label'])}"
-              f"{' bi' * r['shape'].endswith('bi')}\n{r['mode']}" for r in records]
-    ax.set_xticks(x, labels, fontsize=8)
+    # One line per row, upright: side by side, the labels of 19 rows run into each other.
+    labels = [f"{r['row']} {short.get(r['label'], r['label'])}"
+              f"{' bi' * r['shape'].endswith('bi')} {r['mode']}" for r in records]
+    ax.set_xticks(x, labels, fontsize=8, rotation=90)
     ax.set_xlim(-0.5, len(records) - 0.5)
     ax.set_ylabel(ylabel)
     ax.grid(axis="y", alpha=0.3)
@@ -79,7 +80,7 @@ def _outside_legend(ax: Axes) -> None:
 
 def speedup_figure(results: dict) -> Figure:
     groups = _by_threads(results)
-    fig, axes = plt.subplots(len(groups), 1, figsize=(11, 3.4 * len(groups)), squeeze=False)
+    fig, axes = plt.subplots(len(groups), 1, figsize=(11, 4.9 * len(groups)), squeeze=False)
     for ax, (threads, records) in zip(axes[:, 0], groups.items()):
         series = {f"over {name}": (lambda r, p=p: r["speedup"].get(p))
                   for p, name in SPEEDUP_NAMES.items()}
@@ -95,7 +96,7 @@ def speedup_figure(results: dict) -> Figure:
 
 def ceiling_figure(results: dict) -> Figure:
     groups = _by_threads(results)
-    fig, axes = plt.subplots(len(groups), 1, figsize=(11, 3.4 * len(groups)), squeeze=False)
+    fig, axes = plt.subplots(len(groups), 1, figsize=(11, 4.9 * len(groups)), squeeze=False)
     for ax, (threads, records) in zip(axes[:, 0], groups.items()):
         _bars(ax, records, {name: (lambda r, lib=lib: _entry(r, lib).get("fraction_of_ceiling"))
                             for lib, name in LIBRARY_NAMES.items()}, "fraction of sgemm 2048³")
@@ -176,7 +177,7 @@ def load_figure(data: dict) -> Figure:
     groups = {}
     for c in load["comparison"]:
         groups.setdefault(c["threads"], []).append(c)
-    fig, axes = plt.subplots(len(groups), 1, figsize=(11, 3.4 * len(groups)), squeeze=False)
+    fig, axes = plt.subplots(len(groups), 1, figsize=(11, 4.9 * len(groups)), squeeze=False)
     for ax, (threads, records) in zip(axes[:, 0], sorted(groups.items(), reverse=True)):
         _bars(ax, records, {name: (lambda c, lib=lib: c["libs"].get(lib, {}).get("ratio"))
                             for lib, name in LIBRARY_NAMES.items()}, "loaded / idle median")
