@@ -52,7 +52,7 @@ rm -rf "$venv"
 python3 -m venv "$venv"
 vpy="$venv/bin/python"
 "$vpy" -m pip install --quiet --upgrade pip
-"$vpy" -m pip install --no-cache-dir "$sdist[test]"
+"$vpy" -m pip install --quiet --no-cache-dir "$sdist[test]"
 phase "installed from the sdist in a fresh venv"
 
 # 4. The sdist unpacked in a directory of its own (no git checkout, no build outputs), and
@@ -77,7 +77,7 @@ import rnngraph
 venv, source_tree, unpacked = (Path(p).resolve() for p in sys.argv[1:])
 where = Path(rnngraph.__file__).resolve()
 print(f"sdist: rnngraph {rnngraph.__version__} imported from {where.parent}")
-if venv not in where.parents or {source_tree, unpacked} & set(where.parents):
+if venv not in where.parents or {source_tree / "python", unpacked} & set(where.parents):
     sys.exit(f"sdist: rnngraph was imported from {where}, not from the venv {venv}")
 EOF
 phase "unpacked in $(pwd)"
