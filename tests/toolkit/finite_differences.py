@@ -2,10 +2,10 @@
 
 Every check records its error in ``WORST``; conftest.py prints the worst one at the end of
 the run, and, for the checks that name the Graph op kinds they went through (``rules=``), the
-worst error per kind in ``WORST_BY_RULE``: an upper bound for each gradient rule, since a check
-through several kinds counts for each of them. ``check_gradients`` is the usual entry point: it compares the analytic gradients of
-a case with central differences of the loss through rnngraph's forward op and through the
-NumPy reference.
+worst error per kind in ``WORST_BY_RULE``: an upper bound for each gradient rule, since a
+check through several kinds counts for each of them. ``check_gradients`` is the usual entry
+point: it compares the analytic gradients of a case with central differences of the loss
+through rnngraph's forward op and through the NumPy reference.
 """
 
 from __future__ import annotations
