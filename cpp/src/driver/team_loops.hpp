@@ -26,9 +26,16 @@ struct SlotScratch {
 };
 
 // One direction shared by `team` threads. Phase 0 masks the initial state; then step k is
-// phase 2k + 1, the gate columns of Q = hm·Rᵀ in units (Direction::times_units_t: panels of
-// the packed Rᵀ, or runs of 16 columns of R), and phase 2k + 2, the element-wise step of the
+// phase 2k + 1, the gate columns of Q = hm·Rᵀ in runs of units (Direction::times_units_t:
+// panels of the packed Rᵀ, or columns of R; team_product_items), and phase 2k + 2, the element-wise step of the
 // batch rows (and their masked state for step k + 1).
+// The items of a step's product Q = hm·Rᵀ over `units` units: kTeamItemsPerSlot runs of
+// units per slot, as equal as whole units allow, so every slot's share of a step is the same
+// work (tuning.hpp).
+inline Index team_product_items(Index units, int team) {
+  return std::max<Index>(1, std::min<Index>(units, Index(team) * tuning::kTeamItemsPerSlot));
+}
+
 template <class Cell, class S>
 void forward_team(const Cell& cell, const RNNShape& s, const ForwardArgs<S>& a,
                   const Direction<S>& dir, const ForwardSequences<S>& seqs, int team) {
@@ -38,10 +45,7 @@ void forward_team(const Cell& cell, const RNNShape& s, const ForwardArgs<S>& a,
   SlotScratch<S> scratch(team, 2 * N * H);
 
   const Index units = cell.recurrent_gates() * dir.units_per_gate();
-  // An item is six panels (the few-row tile takes three at a time, the some-row tile two),
-  // or a run of 16 columns of R.
-  const Index unit_step = dir.weight_t_panels ? 6 : 16;
-  const Index unit_items = (units + unit_step - 1) / unit_step;
+  const Index unit_items = team_product_items(units, team);
 
   // The previous state as a step reads it: masked (a buffer), or the state itself.
   auto previous = [&](const ForwardStep<S>& all) {
@@ -65,7 +69,7 @@ void forward_team(const Cell& cell, const RNNShape& s, const ForwardArgs<S>& a,
     const ForwardStep<S> all = seqs.step(dir, k, t, 0);
     const auto [hm, ld_hm] = previous(all);
     if (phase % 2 == 1) {  // these units' gate columns of Q
-      const Index u0 = first * unit_step, u1 = std::min(units, last * unit_step);
+      const Index u0 = units * first / unit_items, u1 = units * last / unit_items;
       dir.times_units_t(N, u0, u1, hm, ld_hm, recurrent.data() + dir.unit_column(u0), GH);
       return;
     }
