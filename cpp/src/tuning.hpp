@@ -163,16 +163,22 @@ constexpr int kSomeRowsWide = 6;
 // A parallel site cuts its work into up to this many blocks per thread: a thread that the OS
 // deschedules then holds back at most one block while the others claim the rest.
 constexpr Index kBlocksPerThread = 2;
-// A team's step product Q = hm·Rᵀ is cut into this many runs of units (panels of Rᵀ) per
-// slot, as equal as whole units allow (team_loops.hpp). The runs of six panels this replaced
-// left slots unequal shares (11 runs over 8 slots: three slots ran two, five ran one) and,
-// with more slots than runs, idle slots. 16-core machine, medians of 3 alternating processes
-// per setting, ms, six-panel runs / 1 run per slot / 2 runs per slot:
+// A team's step product Q = hm·Rᵀ is cut into the same number of runs of units (panels of
+// Rᵀ) per slot, as equal as whole units allow (team_loops.hpp): runs of about kTeamRunUnits
+// units (the few-row tile takes three panels at a time, the some-row tile two), and at least
+// kTeamItemsPerSlot runs per slot. Runs of exactly six panels left slots unequal shares (11
+// runs over 8 slots: three slots ran two, five ran one) and, with more slots than runs, idle
+// slots. 16-core machine, medians of 3 alternating processes per setting, ms, six-panel runs
+// / 1 run per slot / 2 runs per slot:
 //   row 5 (LSTM T25 N4 H1024): 4 threads 8.54 / 8.17 / 8.12, 8 threads 5.86 / 5.44 / 4.86,
 //   16 threads 4.28 / 3.64 / 3.32; row 4 (N1 H512): 8 threads 0.89 / 0.84 / 0.83, 16 threads
 //   1.07 / 1.00 / 0.91; row 2 (one step) 0.10-0.13 in all; train rows 8 and 12 at 8 and 16
 //   threads within that run's noise (±10 %).
+// Fewer, longer runs lose where a worker joins late: row 2 (one step) on 2 threads of the
+// 2-core machine, 2 runs per slot 0.121 ms against 0.105 for six-panel runs (6 alternating
+// rounds), as the caller can take only whole runs of the late worker's share.
 constexpr Index kTeamItemsPerSlot = 2;
+constexpr Index kTeamRunUnits = 6;
 // A thread that has no item left in a phase spins this long for the phase to end (the other
 // threads' items of one step take a few to a few tens of microseconds), then yields its core
 // for kPhaseYieldUs (a descheduled thread holding an item may get it), then sleeps until

@@ -29,11 +29,14 @@ struct SlotScratch {
 // phase 2k + 1, the gate columns of Q = hm·Rᵀ in runs of units (Direction::times_units_t:
 // panels of the packed Rᵀ, or columns of R; team_product_items), and phase 2k + 2, the element-wise step of the
 // batch rows (and their masked state for step k + 1).
-// The items of a step's product Q = hm·Rᵀ over `units` units: kTeamItemsPerSlot runs of
-// units per slot, as equal as whole units allow, so every slot's share of a step is the same
-// work (tuning.hpp).
+// The items of a step's product Q = hm·Rᵀ over `units` units: the same number of runs of
+// units for every slot, as equal as whole units allow, so every slot's share of a step is the
+// same work; runs of about kTeamRunUnits units, and at least kTeamItemsPerSlot per slot
+// (tuning.hpp).
 inline Index team_product_items(Index units, int team) {
-  return std::max<Index>(1, std::min<Index>(units, Index(team) * tuning::kTeamItemsPerSlot));
+  const Index per_run = Index(team) * tuning::kTeamRunUnits;
+  const Index per_slot = std::max(tuning::kTeamItemsPerSlot, (units + per_run / 2) / per_run);
+  return std::max<Index>(1, std::min<Index>(units, Index(team) * per_slot));
 }
 
 template <class Cell, class S>
