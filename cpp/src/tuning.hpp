@@ -164,8 +164,9 @@ constexpr int kSomeRowsWide = 6;
 // deschedules then holds back at most one block while the others claim the rest.
 constexpr Index kBlocksPerThread = 2;
 // A team's step product Q = hm·Rᵀ is cut into the same number of runs of units (panels of
-// Rᵀ) per slot, as equal as whole units allow (team_loops.hpp): runs of about kTeamRunUnits
-// units (the few-row tile takes three panels at a time, the some-row tile two), and at least
+// Rᵀ, or columns of an unpacked R) per slot, as equal as whole units allow (team_loops.hpp):
+// runs of about kTeamRunPanels panels (the few-row tile takes three panels at a time, the
+// some-row tile two) or kTeamRunColumns columns (the runs items had before), and at least
 // kTeamItemsPerSlot runs per slot. Runs of exactly six panels left slots unequal shares (11
 // runs over 8 slots: three slots ran two, five ran one) and, with more slots than runs, idle
 // slots. 16-core machine, medians of 3 alternating processes per setting, ms, six-panel runs
@@ -178,7 +179,8 @@ constexpr Index kBlocksPerThread = 2;
 // 2-core machine, 2 runs per slot 0.121 ms against 0.105 for six-panel runs (6 alternating
 // rounds), as the caller can take only whole runs of the late worker's share.
 constexpr Index kTeamItemsPerSlot = 2;
-constexpr Index kTeamRunUnits = 6;
+constexpr Index kTeamRunPanels = 6;
+constexpr Index kTeamRunColumns = 16;
 // A thread that has no item left in a phase spins this long for the phase to end (the other
 // threads' items of one step take a few to a few tens of microseconds), then yields its core
 // for kPhaseYieldUs (a descheduled thread holding an item may get it), then sleeps until

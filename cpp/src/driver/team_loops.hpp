@@ -25,20 +25,20 @@ struct SlotScratch {
   std::vector<S> data_;
 };
 
-// One direction shared by `team` threads. Phase 0 masks the initial state; then step k is
-// phase 2k + 1, the gate columns of Q = hm·Rᵀ in runs of units (Direction::times_units_t:
-// panels of the packed Rᵀ, or columns of R; team_product_items), and phase 2k + 2, the element-wise step of the
-// batch rows (and their masked state for step k + 1).
 // The items of a step's product Q = hm·Rᵀ over `units` units: the same number of runs of
 // units for every slot, as equal as whole units allow, so every slot's share of a step is the
-// same work; runs of about kTeamRunUnits units, and at least kTeamItemsPerSlot per slot
+// same work; runs of about `run_units` units, and at least kTeamItemsPerSlot per slot
 // (tuning.hpp).
-inline Index team_product_items(Index units, int team) {
-  const Index per_run = Index(team) * tuning::kTeamRunUnits;
+inline Index team_product_items(Index units, Index run_units, int team) {
+  const Index per_run = Index(team) * run_units;
   const Index per_slot = std::max(tuning::kTeamItemsPerSlot, (units + per_run / 2) / per_run);
   return std::max<Index>(1, std::min<Index>(units, Index(team) * per_slot));
 }
 
+// One direction shared by `team` threads. Phase 0 masks the initial state; then step k is
+// phase 2k + 1, the gate columns of Q = hm·Rᵀ in runs of units (Direction::times_units_t:
+// panels of the packed Rᵀ, or columns of R; team_product_items), and phase 2k + 2, the
+// element-wise step of the batch rows (and their masked state for step k + 1).
 template <class Cell, class S>
 void forward_team(const Cell& cell, const RNNShape& s, const ForwardArgs<S>& a,
                   const Direction<S>& dir, const ForwardSequences<S>& seqs, int team) {
@@ -48,7 +48,8 @@ void forward_team(const Cell& cell, const RNNShape& s, const ForwardArgs<S>& a,
   SlotScratch<S> scratch(team, 2 * N * H);
 
   const Index units = cell.recurrent_gates() * dir.units_per_gate();
-  const Index unit_items = team_product_items(units, team);
+  const Index run_units = dir.weight_t_panels ? tuning::kTeamRunPanels : tuning::kTeamRunColumns;
+  const Index unit_items = team_product_items(units, run_units, team);
 
   // The previous state as a step reads it: masked (a buffer), or the state itself.
   auto previous = [&](const ForwardStep<S>& all) {
