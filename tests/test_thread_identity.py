@@ -20,6 +20,10 @@ SHAPES = [
     ("singleGateRNN", "bi", 16, 40, 37, 4),  # padded weight panels
     ("LSTM", "fwd", 3, 128, 256, 6),  # a team shares each step
     ("GRU", "fwd", 1, 64, 192, 8),  # a team, one batch row
+    # one batch row: a team step is one phase, each thread's units (team_loops.hpp)
+    ("LSTM", "fwd-float32", 1, 64, 512, 5),
+    ("GRU", "fwd-resetAfter", 1, 48, 384, 4),
+    ("singleGateRNN", "fwd", 1, 32, 640, 4),
     ("GRU", "fwd-resetAfter", 5, 64, 128, 6),
     ("singleGateRNN", "fwd", 2, 96, 256, 9),
     ("LSTM", "fwd-float32", 4, 256, 512, 5),  # float32 team: the packed product

@@ -179,6 +179,15 @@ constexpr Index kBlocksPerThread = 2;
 // 2-core machine, 2 runs per slot 0.121 ms against 0.105 for six-panel runs (6 alternating
 // rounds), as the caller can take only whole runs of the late worker's share.
 constexpr Index kTeamItemsPerSlot = 2;
+// A team whose cell can run its step on any range of hidden units (Cell::column_steps) makes
+// each step one phase, items of units computing their product columns then their element-wise
+// math (team_loops.hpp), for batches up to this many rows. 16-core machine, medians of 4
+// alternating processes, ms, one phase / two phases per step: row 4 (N = 1) 4 threads 0.92 /
+// 1.05, 8 threads 0.61 / 0.79, 16 threads 0.72 / 0.80; row 2 (N = 1, one step) within
+// 0.01 ms; but row 5 (N = 4, H = 1024) 8 threads 7.4 / 5.7, 16 threads 4.1 / 3.2, its
+// runs of panels being four times shorter (one per gate); rows 8 and 12 (train, N = 16, 32)
+// within their noise (benchmarks/results/machine16-unit-steps-ab-2026-11-24.txt).
+constexpr Index kTeamUnitStepsMaxRows = 1;
 constexpr Index kTeamRunPanels = 6;
 constexpr Index kTeamRunColumns = 16;
 // A thread that has no item left in a phase spins this long for the phase to end (the other

@@ -60,6 +60,15 @@ struct RowVector {
   }
 };
 
+// f(r, at) for every row r < rows and every vector `at` of its columns [col0, col1): a
+// step's element-wise math over some of its hidden units (driver/steps.hpp, col0 and col1).
+template <class S, class F>
+inline void for_each_row_vector(Index rows, Index col0, Index col1, F&& f) {
+  for (Index r = 0; r < rows; ++r) {
+    for_each_vector<S>(col1 - col0, [&](Index j, Index n) { f(r, RowVector<S>{col0 + j, n}); });
+  }
+}
+
 namespace detail {
 
 template <class V>

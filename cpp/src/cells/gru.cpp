@@ -17,6 +17,8 @@ struct GRUCell : CellDefaults<S, GRUOptions::gates> {
   static constexpr bool direct_state_gradient = true;
   // Reset-before: o = act_o(x'_o + (hm ⊙ r)·R_oᵀ) needs r of this step first.
   static constexpr bool has_dependent_product = true;
+  // Without the dependent product (resetAfter), each unit's step reads only its own columns.
+  static constexpr bool column_steps = true;
   GRUOptions o;
   // Column block of each gate along 3H (SPEC.md section 3): [z, r, o] or [r, z, o].
   // The candidate o is last in both orders, so the first 2H rows of R are always z and r.
@@ -32,58 +34,69 @@ struct GRUCell : CellDefaults<S, GRUOptions::gates> {
   int recurrent_gates() const { return o.resetAfter ? 3 : 2; }
   bool uses_dependent_product() const { return !o.resetAfter; }
 
-  static auto row(const S* p, Index H) {
-    return Eigen::Map<const Eigen::Array<S, 1, Eigen::Dynamic>>(p, H);
-  }
   static const S* candidate_weight(const Direction<S>& dir) {
     return dir.recurrentWeight + 2 * dir.H * dir.H;
   }
-  static Block<S> gate(const Direction<S>& dir, const ForwardStep<S>& st, Index g) {
-    return block(st.gates + g * dir.H, dir.N, dir.H, st.ld_gates);
-  }
 
   // ---- forward: z and r, the candidate's recurrent term, then o and h ----
-  // x' = x_t·Wᵀ + b for all three gates, plus the recurrent products of z and r, activated.
-  void update_and_reset(const Direction<S>& dir, const ForwardStep<S>& st) const {
-    const Index N = dir.N, H = dir.H;
-    auto x_prime = block(st.gates, N, 3 * H, st.ld_gates);
-    x_prime = cblock(st.xp, N, 3 * H, st.ld_xp);
-    if (st.bias) x_prime.rowwise() += row(st.bias, 3 * H);
-    block(st.gates, N, 2 * H, st.ld_gates) += cblock(st.q, N, 2 * H, 3 * H);
-    activate(o.updateGateActivation, gate(dir, st, gz));
-    activate(o.resetGateActivation, gate(dir, st, gr));
+  // Each pass runs over the rows and the units [col0, col1) a vector at a time (a team may
+  // give a thread some of the units: column_steps).
+  using V = typename simd::Vec<S>::type;
+  using At = simd::RowVector<S>;
+  // x' = x_t·Wᵀ + b of gate g, row n.
+  static V x_prime(const ForwardStep<S>& st, Index H, Index n, At at, Index g) {
+    V x = at.load(st.xp + n * st.ld_xp + g * H);
+    if (st.bias) x += at.load(st.bias + g * H);
+    return x;
   }
-  // o = act_o(o's pre-activation), and h: flipZ=False: h = z ⊙ hp + (1 − z) ⊙ o; flipZ=True
-  // swaps the roles (SPEC.md, pinned).
-  void candidate_and_state(const Direction<S>& dir, const ForwardStep<S>& st) const {
-    const Index N = dir.N, H = dir.H;
-    activate(o.outputGateActivation, gate(dir, st, go));
-    const auto hp = cblock(st.hp, N, H, st.ld_hp);
-    auto h = block(st.h, N, H, st.ld_h);
-    const auto z = gate(dir, st, gz), og = gate(dir, st, go);
-    if (o.flipZ) h = (S(1) - z) * hp + z * og;
-    else h = z * hp + (S(1) - z) * og;
+  // z and r: act_g(x'_g + hm·R_gᵀ), into zState; returns r.
+  V update_and_reset(const ForwardStep<S>& st, Index H, Index n, At at) const {
+    S* a = st.gates + n * st.ld_gates;
+    const S* q = st.q + n * 3 * H;
+    const V z =
+        simd::activate<S>(o.updateGateActivation, x_prime(st, H, n, at, gz) + at.load(q + gz * H));
+    const V r =
+        simd::activate<S>(o.resetGateActivation, x_prime(st, H, n, at, gr) + at.load(q + gr * H));
+    at.store(a + gz * H, z);
+    at.store(a + gr * H, r);
+    return r;
+  }
+  // o = act_o(its pre-activation), into zState, and h: flipZ=False: h = z ⊙ hp + (1 − z) ⊙ o;
+  // flipZ=True swaps the roles (SPEC.md, pinned).
+  void candidate_and_state(const ForwardStep<S>& st, Index H, Index n, At at, V pre_o) const {
+    S* a = st.gates + n * st.ld_gates;
+    const V og = simd::activate<S>(o.outputGateActivation, pre_o);
+    at.store(a + go * H, og);
+    const V z = at.load(a + gz * H), hp = at.load(st.hp + n * st.ld_hp), one = V{} + S(1);
+    at.store(st.h + n * st.ld_h, o.flipZ ? (one - z) * hp + z * og : z * hp + (one - z) * og);
   }
   // resetAfter: o = act_o(x'_o + r ⊙ (hm·R_oᵀ + b2)), hm·R_oᵀ from the step's one product.
   void forward_step(const Direction<S>& dir, const ForwardStep<S>& st) const {
-    const Index N = dir.N, H = dir.H;
-    update_and_reset(dir, st);
-    auto qo = block(st.q + 2 * H, N, H, 3 * H);
-    if (dir.secondaryBias) qo.rowwise() += row(dir.secondaryBias, H);
-    gate(dir, st, go) += gate(dir, st, gr) * qo;
-    candidate_and_state(dir, st);
+    const Index H = dir.H;
+    simd::for_each_row_vector<S>(dir.N, st.col0, st.col1, [&](Index n, At at) {
+      const V r = update_and_reset(st, H, n, at);
+      V q_o = at.load(st.q + n * 3 * H + go * H);
+      if (dir.secondaryBias) q_o += at.load(dir.secondaryBias);
+      candidate_and_state(st, H, n, at, x_prime(st, H, n, at, go) + r * q_o);
+    });
   }
-  // Reset-before: o = act_o(x'_o + (hm ⊙ r)·R_oᵀ), the driver's product of hm ⊙ r (scratch).
+  // Reset-before: o = act_o(x'_o + (hm ⊙ r)·R_oᵀ), the driver's product of hm ⊙ r (scratch,
+  // [N, H]; the product lands after it).
   DependentProduct<S> forward_before_product(const Direction<S>& dir,
                                              const ForwardStep<S>& st) const {
     const Index N = dir.N, H = dir.H;
-    update_and_reset(dir, st);
-    block(st.scratch, N, H, H) = cblock(st.hm, N, H, st.ld_hm) * gate(dir, st, gr);
+    simd::for_each_row_vector<S>(N, st.col0, st.col1, [&](Index n, At at) {
+      const V r = update_and_reset(st, H, n, at);
+      at.store(st.scratch + n * H, at.load(st.hm + n * st.ld_hm) * r);
+    });
     return {go, st.scratch, H, st.scratch + N * H, H};
   }
   void forward_after_product(const Direction<S>& dir, const ForwardStep<S>& st) const {
-    gate(dir, st, go) += cblock(st.scratch + dir.N * dir.H, dir.N, dir.H, dir.H);
-    candidate_and_state(dir, st);
+    const Index N = dir.N, H = dir.H;
+    const S* product = st.scratch + N * H;
+    simd::for_each_row_vector<S>(N, st.col0, st.col1, [&](Index n, At at) {
+      candidate_and_state(st, H, n, at, x_prime(st, H, n, at, go) + at.load(product + n * H));
+    });
   }
 
   void prepare_backward(const Direction<S>& dir, CellBackwardState<S>& st) const {

@@ -15,6 +15,7 @@ struct LSTMCell : CellDefaults<S, LSTMOptions::gates> {
   // No outputFwd for the LSTM: its backward steps rebuild h_t = a_o ⊙ act(c_t) from zState and
   // cellOutputFwd (act(c_t) is needed there anyway, for the derivative).
   static constexpr bool rebuilds_states_in_loop = true;
+  static constexpr bool column_steps = true;
   LSTMOptions o;
   // Column block of each gate along 4H (SPEC.md section 3): [i, f, z, o] or [i, z, f, o].
   Index gi = 0, gf = 1, gz = 2, go = 3;
@@ -25,7 +26,8 @@ struct LSTMCell : CellDefaults<S, LSTMOptions::gates> {
       gz = 1;
     }
   }
-  // One pass over each row, a vector of columns at a time with all four gates in registers.
+  // One pass over each row's units [col0, col1), a vector of columns at a time with all four
+  // gates in registers.
   void forward_step(const Direction<S>& dir, const ForwardStep<S>& st) const {
     using V = typename simd::Vec<S>::type;
     const Index H = dir.H;
@@ -36,8 +38,8 @@ struct LSTMCell : CellDefaults<S, LSTMOptions::gates> {
       S* a = st.gates + n * st.ld_gates;
       S* c = st.c + n * st.ld_c;
       S* h = st.h + n * st.ld_h;
-      simd::for_each_vector<S>(H, [&](Index j, Index len) {
-        const simd::RowVector<S> at{j, len};
+      simd::for_each_vector<S>(st.col1 - st.col0, [&](Index j, Index len) {
+        const simd::RowVector<S> at{st.col0 + j, len};
         const V c_prev = at.load(cp);
         // a_g = act_g(x'_g + hm·R_gᵀ [+ p_g ⊙ c_prev]): the peephole reads the previous cell
         // on all four gates (Apple's form, SPEC.md section 5).

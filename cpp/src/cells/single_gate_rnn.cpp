@@ -12,20 +12,20 @@ struct SingleGateRNNCell : CellDefaults<S, SingleGateRNNOptions::gates> {
   static constexpr const char* name = "singleGateRNN";
   // The gradient op gets no outputFwd: each backward step rebuilds h_t = act(zState_t).
   static constexpr bool rebuilds_states_in_loop = true;
+  static constexpr bool column_steps = true;
   Activation activation;
 
   explicit SingleGateRNNCell(const SingleGateRNNOptions& o) : activation(o.activation) {}
 
-  // z = x_t·Wᵀ + b + hm·Rᵀ (zState), h = act(z).
+  // z = x_t·Wᵀ + b + hm·Rᵀ (zState), h = act(z), for the units [col0, col1).
   void forward_step(const Direction<S>& dir, const ForwardStep<S>& st) const {
-    const Index N = dir.N, H = dir.H;
-    auto z = block(st.gates, N, H, st.ld_gates);
-    z = cblock(st.xp, N, H, st.ld_xp);
-    if (st.bias) z.rowwise() += Eigen::Map<const Eigen::Array<S, 1, Eigen::Dynamic>>(st.bias, H);
-    z += cblock(st.q, N, H, H);
-    auto h = block(st.h, N, H, st.ld_h);
-    h = z;
-    activate(activation, h);
+    simd::for_each_row_vector<S>(dir.N, st.col0, st.col1, [&](Index n, simd::RowVector<S> at) {
+      auto z = at.load(st.xp + n * st.ld_xp);
+      if (st.bias) z += at.load(st.bias);
+      z += at.load(st.q + n * dir.H);
+      at.store(st.gates + n * st.ld_gates, z);
+      at.store(st.h + n * st.ld_h, simd::activate<S>(activation, z));
+    });
   }
 
   // dL/dz = dh ⊙ act'(z), with act' written in terms of h = act(z).

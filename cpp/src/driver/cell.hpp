@@ -60,6 +60,12 @@ struct CellDefaults {
   static constexpr bool has_dependent_product = false;
   bool uses_dependent_product() const { return false; }
 
+  // forward_step computes only the hidden units [col0, col1) of its ForwardStep, reading
+  // and writing nothing else: each unit's math reads only its own columns of every gate. A
+  // team then gives each thread the units whose product columns it computed, and a step is
+  // one phase, not two (team_loops.hpp). (Unless the call uses a dependent product.)
+  static constexpr bool column_steps = false;
+
   // The leading gates whose product hm·R_gᵀ the driver computes before each forward step.
   int recurrent_gates() const { return G; }
 

@@ -73,6 +73,7 @@ struct ForwardSequences {
     st.ld_c = c.ld;
     st.gates = gates.at(t) + row0 * gates.ld;
     st.ld_gates = gates.ld;
+    st.col1 = dir.H;
     return st;
   }
 };

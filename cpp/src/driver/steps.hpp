@@ -31,6 +31,9 @@ struct ForwardStep {
   S* gates = nullptr;
   Index ld_gates = 0;    // this step's zState row
   S* scratch = nullptr;  // [N, 2H] contiguous
+  // The hidden units [col0, col1) this step computes: all of them (0, H), unless a team cuts
+  // the step by units (Cell::column_steps, team_loops.hpp).
+  Index col0 = 0, col1 = 0;
 };
 
 // A product that a cell's step needs in its middle (Cell::has_dependent_product): the driver

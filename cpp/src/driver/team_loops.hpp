@@ -35,6 +35,67 @@ inline Index team_product_items(Index units, Index run_units, int team) {
   return std::max<Index>(1, std::min<Index>(units, Index(team) * per_slot));
 }
 
+// One direction shared by `team` threads, for a cell whose forward step can compute any
+// range of hidden units (Cell::column_steps): phase 0 masks the initial state, then step k is
+// one phase, phase k + 1. Its items are runs of hidden units; an item computes the columns of
+// Q = hm·Rᵀ of its units in every gate, then the element-wise step of those units for every
+// batch row (and their masked state for step k + 1). Against two phases per step (below) a
+// step waits once, not twice, and its element-wise math is shared, not left to one thread
+// when N = 1. Used up to kTeamUnitStepsMaxRows rows (tuning.hpp): with more, the runs of
+// panels, one per gate, grow too short for the product. The masked state alternates between two buffers: an item writes step k + 1's
+// while others still read step k's.
+template <class Cell, class S>
+void forward_team_by_units(const Cell& cell, const RNNShape& s, const ForwardArgs<S>& a,
+                           const Direction<S>& dir, const ForwardSequences<S>& seqs, int team) {
+  const Index T = s.T, N = s.N, H = s.H, GH = s.GH(), DH = s.DH();
+  const int gates = cell.recurrent_gates();
+  std::vector<S> recurrent(static_cast<size_t>(N * GH));
+  std::vector<S> masked(static_cast<size_t>(a.mask ? 2 * N * H : 0));
+  SlotScratch<S> scratch(team, 2 * N * H);
+
+  const Index per_gate = dir.units_per_gate();  // units of one gate; unit p is column p·width
+  const Index run_units = dir.weight_t_panels ? tuning::kTeamRunPanels : tuning::kTeamRunColumns;
+  const Index unit_items = team_product_items(per_gate, run_units, team);
+
+  auto masked_at = [&](Index k) { return masked.data() + (k % 2) * N * H; };
+  // Step k + 1's masked previous state (h of step k) for the columns [j0, j1).
+  auto mask_columns = [&](Index k, Index j0, Index j1) {
+    const ForwardStep<S> next = seqs.step(dir, k + 1, dir.time(k + 1), 0);
+    block(masked_at(k + 1) + j0, N, j1 - j0, H) = cblock(next.hp + j0, N, j1 - j0, next.ld_hp) *
+                                                  cblock(dir.mask_at(next.t) + j0, N, j1 - j0, DH);
+  };
+  auto items = [&](Index phase) -> Index {
+    if (phase == 0) return a.mask ? N : 0;
+    return unit_items;
+  };
+  auto run = [&](Index phase, Index first, Index last, int slot) {
+    if (phase == 0) {  // the initial state's masked rows
+      const ForwardStep<S> init = seqs.step(dir, 0, dir.time(0), first);
+      block(masked_at(0) + first * H, last - first, H, H) =
+          cblock(init.hp, last - first, H, init.ld_hp) *
+          cblock(dir.rows(first, last - first).mask_at(init.t), last - first, H, DH);
+      return;
+    }
+    const Index k = phase - 1, t = dir.time(k);
+    ForwardStep<S> step = seqs.step(dir, k, t, 0);
+    step.hm = a.mask ? masked_at(k) : step.hp;
+    step.ld_hm = a.mask ? H : step.ld_hp;
+    step.q = recurrent.data();
+    step.scratch = scratch.at(slot);
+    const Index p0 = per_gate * first / unit_items, p1 = per_gate * last / unit_items;
+    for (int g = 0; g < gates; ++g) {  // these units' columns of Q in every gate
+      const Index u0 = g * per_gate + p0;
+      dir.times_units_t(N, u0, u0 + (p1 - p0), step.hm, step.ld_hm,
+                        recurrent.data() + dir.unit_column(u0), GH);
+    }
+    step.col0 = dir.unit_column(p0);
+    step.col1 = p1 == per_gate ? H : dir.unit_column(p1);
+    cell.forward_step(dir, step);
+    if (a.mask && k + 1 < T) mask_columns(k, step.col0, step.col1);
+  };
+  parallel_phases(team, 1 + T, items, run);
+}
+
 // One direction shared by `team` threads. Phase 0 masks the initial state; then step k is
 // phase 2k + 1, the gate columns of Q = hm·Rᵀ in runs of units (Direction::times_units_t:
 // panels of the packed Rᵀ, or columns of R; team_product_items), and phase 2k + 2, the
@@ -42,6 +103,10 @@ inline Index team_product_items(Index units, Index run_units, int team) {
 template <class Cell, class S>
 void forward_team(const Cell& cell, const RNNShape& s, const ForwardArgs<S>& a,
                   const Direction<S>& dir, const ForwardSequences<S>& seqs, int team) {
+  if constexpr (Cell::column_steps) {
+    if (s.N <= tuning::kTeamUnitStepsMaxRows && !cell.uses_dependent_product())
+      return forward_team_by_units(cell, s, a, dir, seqs, team);
+  }
   const Index T = s.T, N = s.N, H = s.H, GH = s.GH(), DH = s.DH();
   std::vector<S> recurrent(static_cast<size_t>(N * GH));
   std::vector<S> masked(static_cast<size_t>(a.mask ? N * H : 0));
