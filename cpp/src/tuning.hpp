@@ -209,6 +209,15 @@ constexpr long kPhaseYieldUs = 300;
 // is what a parallel call loses below the thresholds above (medians 0.1-0.2 ms slower than
 // their mins in thresholds-2026-11-22T200141).
 constexpr long kWorkerSpinUs = 100;
+// A worker whose slot a job's team lacks waits this long before it takes another worker's
+// free slot (worker_pool.cpp): a watching worker joins within about a microsecond, so on an
+// idle machine every worker keeps its own slot, and the share of the weights in its cache,
+// from call to call; under load a descheduled worker's slot is taken soon after. 16-core
+// machine, medians of 4 alternating processes, ms, own slots / slots in joining order: row 2
+// 4 threads 0.098 / 0.112, 8 threads 0.084 / 0.095, 16 threads 0.111 / 0.110; row 4 4
+// threads 0.75 / 0.81, 8 and 16 within 2 %; rows 3, 5, 8, 10 within their run-to-run spread
+// (row 5 8 threads 5.2 / 4.3 with processes from 4.0 to 5.9; results/machine16-home-slots-ab-2026-11-24.txt).
+constexpr long kSpareJoinUs = 10;
 // A host OpenMP pool (runtime/host_openmp.hpp, rnngraph.torch's default) stalls when its
 // barriers, which spin without yielding (libgomp: 300,000 rounds, about 9 ms here), wait
 // for a member the OS has descheduled: next to NumPy's OpenBLAS or ONNX Runtime workers

@@ -39,8 +39,12 @@ class Job {
   Job(const Job&) = delete;
   Job& operator=(const Job&) = delete;
 
-  // A slot in [1, team) for a worker that joins, or -1 when the job is full or finished.
-  int join();
+  // A slot in [1, team) for a worker that joins, or -1 when the job is full or finished:
+  // `home` when it is free (a worker asks for the same slot in every job, so on an idle
+  // machine it works on the same share of the same data call after call, which stays in its
+  // cache), else another free one.
+  int join(int home);
+  int team() const { return work_.team; }
   // Whether a worker could still join.
   bool wants_helpers() const;
   // Claims and runs items until every phase is done; returns then. The caller runs slot 0.
@@ -69,7 +73,8 @@ class Job {
   std::vector<Share> shares_;
   alignas(64) WaitWord phase_;
   alignas(64) std::atomic<Index> remaining_{0};  // unfinished items of the current phase
-  alignas(64) std::atomic<int> joined_{1};
+  alignas(64) std::atomic<int> joined_{1};       // slots reserved, the caller's included
+  std::unique_ptr<std::atomic<bool>[]> taken_;   // per slot: a worker holds it
   std::atomic<bool> failed_{false};
   unsigned float_state_;  // the caller's (thread_state.hpp), for every thread of the job
   std::mutex error_mutex_;

@@ -40,7 +40,7 @@ void WorkerPool::offer(const std::shared_ptr<Job>& job, int helpers) {
     std::lock_guard<std::mutex> lock(mutex_);
     while (started_ < helpers) {
       try {
-        std::thread(&WorkerPool::work, this).detach();
+        std::thread(&WorkerPool::work, this, started_).detach();
       } catch (const std::system_error&) {
         break;  // the caller and the workers there are finish the job
       }
@@ -73,8 +73,11 @@ std::shared_ptr<Job> WorkerPool::open_job_locked() const {
 }
 
 // A worker: joins open jobs; with none open, it watches for the next offer for a while (the
-// parallel sections of one call come back to back), then sleeps until one comes.
-void WorkerPool::work() {
+// parallel sections of one call come back to back), then sleeps until one comes. Worker
+// `index` takes slot index + 1 of every job (Job::join); in a job whose team has no such
+// slot, it is a spare, and leaves the free slots to their own workers for a moment first.
+void WorkerPool::work(int index) {
+  const int home = index + 1;
   for (;;) {
     std::shared_ptr<Job> job;
     {
@@ -93,7 +96,10 @@ void WorkerPool::work() {
         }
       }
     }
-    const int slot = job->join();
+    if (home >= job->team()) {
+      spin_until([&] { return !job->wants_helpers(); }, tuning::kSpareJoinUs);
+    }
+    const int slot = job->join(home);
     if (slot > 0) job->work(slot);
   }
 }

@@ -30,7 +30,7 @@ class WorkerPool {
 
  private:
   WorkerPool() = default;
-  void work();
+  void work(int index);
   std::shared_ptr<Job> open_job_locked() const;
 
   std::mutex mutex_;  // the fields below
