@@ -102,6 +102,27 @@ def test_constant_weights_on_two_threads(cell, N, rng):
     assert_close(results[1], reference(case, x)["h"], "float64_medium", "against the reference")
 
 
+# One batch row and a hidden size large enough for a team: the team runs each step by units,
+# and with one step (T·N = 1) computes the packed input projection in it (team_loops.hpp).
+ONE_ROW_TEAMS = [("LSTM", "fwd", 512), ("GRU", "fwd-resetAfter", 384), ("singleGateRNN", "fwd", 640)]
+
+
+@pytest.mark.parametrize("T", [1, 4])
+@pytest.mark.parametrize("training", [False, True], ids=["infer", "training"])
+@pytest.mark.parametrize("cell,text,H", ONE_ROW_TEAMS, ids=[c for c, _, _ in ONE_ROW_TEAMS])
+def test_one_row_team_with_constant_weights(cell, text, H, training, T, rng):
+    case = Case.parse(cell, text).but(T=T, N=1, I=48, H=H).with_all_inputs()
+    x = draw_inputs(case, rng, scale=0.3)
+    runs = {}
+    for n in (1, 2, 3, 7):
+        with blas_threads(n):
+            runs[n] = forward_with_constant_weights(case, x, runs=2, training=training)
+    for n, (first, second) in runs.items():
+        assert np.array_equal(first, runs[1][0]), f"{n} threads against 1"
+        assert np.array_equal(second, first), f"{n} threads, the second run"
+    assert_close(runs[1][0], reference(case, x)["h"], "float64_medium", "against the reference")
+
+
 @pytest.mark.parametrize("N", list(range(1, 14)))
 def test_every_row_count_of_the_packed_step_product_in_float32(N, rng):
     # The packed product takes few rows three panels at a time, up to six two at a time

@@ -188,6 +188,14 @@ constexpr Index kTeamItemsPerSlot = 2;
 // runs of panels being four times shorter (one per gate); rows 8 and 12 (train, N = 16, 32)
 // within their noise (benchmarks/results/machine16-unit-steps-ab-2026-11-24.txt).
 constexpr Index kTeamUnitStepsMaxRows = 1;
+// Such a team computes the input projection in its first step's items, each its own units'
+// columns, when the packed weights' projection has at most this many rows (T·N), instead of
+// a job of its own before the steps. 16-core machine, medians of 4 alternating processes,
+// ms, in the steps / a job before: row 2 (T·N = 1) 4 threads 0.080 / 0.094, 8 threads
+// 0.080 / 0.094, 16 threads 0.100 / 0.123; but row 4 (T·N = 25) 2 threads 2.04 / 1.84, 16
+// threads 0.61 / 0.52, and row 6 (187) 8 threads 48.7 / 41.5: each item then streams all the
+// rows of x for each gate's short run of panels (results/machine16-step-projection-ab-2026-11-24.txt).
+constexpr Index kStepProjectionRows = 1;
 constexpr Index kTeamRunPanels = 6;
 constexpr Index kTeamRunColumns = 16;
 // A thread that has no item left in a phase spins this long for the phase to end (the other

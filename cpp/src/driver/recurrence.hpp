@@ -65,10 +65,6 @@ void recurrent_forward(const Cell& cell, const RNNShape& s, bool reverse, const 
   const bool into_gates = s.has_input_weight && a.zState;
   Buffer<S> projection(static_cast<size_t>(s.has_input_weight && !into_gates ? TN * DGH : 0));
   S* projection_out = into_gates ? a.zState : projection.data();
-  if (s.has_input_weight) {
-    const profile::Scope timed(profile::Section::projection);
-    detail::project_inputs(s, a, projection_out);
-  }
   const S* projected = s.has_input_weight ? projection_out : a.source;
 
   // Rᵀ [H, G·H] packed per direction for the steps' products: earlier (a.packed), or now.
@@ -92,16 +88,29 @@ void recurrent_forward(const Cell& cell, const RNNShape& s, bool reverse, const 
       dirs.back().weight_t_panels = &wt;
     }
   }
+  const auto split =
+      detail::split_work(s, cell.recurrent_gates(), sizeof(S), cell.uses_dependent_product());
+  // A team running its steps by units over panels of the packed Rᵀ computes a small packed
+  // projection in its first step, each unit's columns with it (team_loops.hpp, tuning.hpp).
+  const bool project_in_steps =
+      s.has_input_weight && a.packed && TN <= tuning::kStepProjectionRows &&
+      split.path == SplitPath::team && s.D() == 1 && detail::steps_by_units(cell, s) &&
+      dirs[0].weight_t_panels && dirs[0].weight_t_panels->width == a.packed->input_t.width;
+  const detail::StepProjection<S> step_projection{
+      project_in_steps ? &a.packed->input_t : nullptr, a.source, TN, s.I, projection_out, DGH};
+  if (s.has_input_weight && !project_in_steps) {
+    const profile::Scope timed(profile::Section::projection);
+    detail::project_inputs(s, a, projection_out);
+  }
   std::vector<detail::ForwardSequences<S>> seqs;
   for (int d = 0; d < s.D(); ++d)
     seqs.push_back(detail::forward_sequences<Cell>(s, a, d, projected));
-  const auto split =
-      detail::split_work(s, cell.recurrent_gates(), sizeof(S), cell.uses_dependent_product());
   const profile::Scope timed(profile::Section::forward_loops);
   if (split.path == SplitPath::team) {
     for (int d = 0; d < s.D(); ++d) {
       const auto i = static_cast<size_t>(d);
-      detail::forward_team(cell, s, a, dirs[i], seqs[i], split.team);
+      detail::forward_team(cell, s, a, dirs[i], seqs[i], split.team,
+                           project_in_steps ? &step_projection : nullptr);
     }
     return;
   }

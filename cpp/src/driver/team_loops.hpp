@@ -35,6 +35,29 @@ inline Index team_product_items(Index units, Index run_units, int team) {
   return std::max<Index>(1, std::min<Index>(units, Index(team) * per_slot));
 }
 
+// Whether a team runs each step of this call as one phase of items of hidden units
+// (forward_team_by_units): up to kTeamUnitStepsMaxRows rows, a cell whose step reads only
+// each unit's own columns, and no dependent product.
+template <class Cell>
+bool steps_by_units(const Cell& cell, const RNNShape& s) {
+  if constexpr (Cell::column_steps) {
+    return s.N <= tuning::kTeamUnitStepsMaxRows && !cell.uses_dependent_product();
+  }
+  return false;
+}
+
+// The input projection x·Wᵀ of every step, left to the first step's items when the team runs
+// steps by units: each computes the projection's columns of its own units (panels of the
+// packed Wᵀ, one block per gate, as wide as Rᵀ's), so the call is one job, not two.
+template <class S>
+struct StepProjection {
+  const PackedPanels<S>* weights = nullptr;  // Wᵀ [I, G·H] packed (one direction)
+  const S* source = nullptr;                 // x [T·N, I]
+  Index rows = 0, I = 0;
+  S* out = nullptr;  // x·Wᵀ [T·N, G·H] with leading dimension ld
+  Index ld = 0;
+};
+
 // One direction shared by `team` threads, for a cell whose forward step can compute any
 // range of hidden units (Cell::column_steps): phase 0 masks the initial state, then step k is
 // one phase, phase k + 1. Its items are runs of hidden units; an item computes the columns of
@@ -46,7 +69,8 @@ inline Index team_product_items(Index units, Index run_units, int team) {
 // while others still read step k's.
 template <class Cell, class S>
 void forward_team_by_units(const Cell& cell, const RNNShape& s, const ForwardArgs<S>& a,
-                           const Direction<S>& dir, const ForwardSequences<S>& seqs, int team) {
+                           const Direction<S>& dir, const ForwardSequences<S>& seqs, int team,
+                           const StepProjection<S>* projection) {
   const Index T = s.T, N = s.N, H = s.H, GH = s.GH(), DH = s.DH();
   const int gates = cell.recurrent_gates();
   std::vector<S> recurrent(static_cast<size_t>(N * GH));
@@ -83,6 +107,14 @@ void forward_team_by_units(const Cell& cell, const RNNShape& s, const ForwardArg
     step.q = recurrent.data();
     step.scratch = scratch.at(slot);
     const Index p0 = per_gate * first / unit_items, p1 = per_gate * last / unit_items;
+    if (projection && k == 0) {  // these units' columns of x·Wᵀ, every step, every gate
+      const StepProjection<S>& p = *projection;
+      for (int g = 0; g < gates; ++g) {
+        const Index u0 = g * per_gate + p0;
+        packed_gemm(p.rows, 0, p.I, p.source, p.I, *p.weights, u0, u0 + (p1 - p0), S(0),
+                    p.out + p.weights->first_column(u0), p.ld);
+      }
+    }
     for (int g = 0; g < gates; ++g) {  // these units' columns of Q in every gate
       const Index u0 = g * per_gate + p0;
       dir.times_units_t(N, u0, u0 + (p1 - p0), step.hm, step.ld_hm,
@@ -102,11 +134,10 @@ void forward_team_by_units(const Cell& cell, const RNNShape& s, const ForwardArg
 // element-wise step of the batch rows (and their masked state for step k + 1).
 template <class Cell, class S>
 void forward_team(const Cell& cell, const RNNShape& s, const ForwardArgs<S>& a,
-                  const Direction<S>& dir, const ForwardSequences<S>& seqs, int team) {
-  if constexpr (Cell::column_steps) {
-    if (s.N <= tuning::kTeamUnitStepsMaxRows && !cell.uses_dependent_product())
-      return forward_team_by_units(cell, s, a, dir, seqs, team);
-  }
+                  const Direction<S>& dir, const ForwardSequences<S>& seqs, int team,
+                  const StepProjection<S>* projection = nullptr) {
+  if (steps_by_units(cell, s))
+    return forward_team_by_units(cell, s, a, dir, seqs, team, projection);
   const Index T = s.T, N = s.N, H = s.H, GH = s.GH(), DH = s.DH();
   std::vector<S> recurrent(static_cast<size_t>(N * GH));
   std::vector<S> masked(static_cast<size_t>(a.mask ? N * H : 0));
