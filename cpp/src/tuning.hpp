@@ -179,6 +179,8 @@ constexpr Index kBlocksPerThread = 2;
 // 2-core machine, 2 runs per slot 0.121 ms against 0.105 for six-panel runs (6 alternating
 // rounds), as the caller can take only whole runs of the late worker's share.
 constexpr Index kTeamItemsPerSlot = 2;
+constexpr Index kTeamRunPanels = 6;
+constexpr Index kTeamRunColumns = 16;
 // A team whose cell can run its step on any range of hidden units (Cell::column_steps) makes
 // each step one phase, items of units computing their product columns then their element-wise
 // math (team_loops.hpp), for batches up to this many rows. 16-core machine, medians of 4
@@ -196,8 +198,6 @@ constexpr Index kTeamUnitStepsMaxRows = 1;
 // threads 0.61 / 0.52, and row 6 (187) 8 threads 48.7 / 41.5: each item then streams all the
 // rows of x for each gate's short run of panels (results/machine16-step-projection-ab-2026-11-24.txt).
 constexpr Index kStepProjectionRows = 1;
-constexpr Index kTeamRunPanels = 6;
-constexpr Index kTeamRunColumns = 16;
 // A thread that has no item left in a phase spins this long for the phase to end (the other
 // threads' items of one step take a few to a few tens of microseconds), then yields its core
 // for kPhaseYieldUs (a descheduled thread holding an item may get it), then sleeps until

@@ -31,36 +31,30 @@ struct LSTMCell : CellDefaults<S, LSTMOptions::gates> {
   void forward_step(const Direction<S>& dir, const ForwardStep<S>& st) const {
     using V = typename simd::Vec<S>::type;
     const Index H = dir.H;
-    for (Index n = 0; n < dir.N; ++n) {
+    simd::for_each_row_vector<S>(dir.N, st.col0, st.col1, [&](Index n, simd::RowVector<S> at) {
       const S* xp = st.xp + n * st.ld_xp;
       const S* q = st.q + n * 4 * H;
-      const S* cp = st.cp + n * st.ld_cp;
       S* a = st.gates + n * st.ld_gates;
-      S* c = st.c + n * st.ld_c;
-      S* h = st.h + n * st.ld_h;
-      simd::for_each_vector<S>(st.col1 - st.col0, [&](Index j, Index len) {
-        const simd::RowVector<S> at{st.col0 + j, len};
-        const V c_prev = at.load(cp);
-        // a_g = act_g(x'_g + hm·R_gᵀ [+ p_g ⊙ c_prev]): the peephole reads the previous cell
-        // on all four gates (Apple's form, SPEC.md section 5).
-        auto gate = [&](Index g, Activation act) {
-          V x = at.load(xp + g * H);
-          if (st.bias) x += at.load(st.bias + g * H);
-          x += at.load(q + g * H);
-          if (dir.peephole) x += c_prev * at.load(dir.peephole + g * H);
-          x = simd::activate<S>(act, x);
-          at.store(a + g * H, x);
-          return x;
-        };
-        const V i = gate(gi, o.inputGateActivation);
-        const V f = gate(gf, o.forgetGateActivation);
-        const V z = gate(gz, o.cellGateActivation);
-        const V out = gate(go, o.outputGateActivation);
-        const V c_new = f * c_prev + i * z;
-        at.store(c, c_new);
-        at.store(h, out * simd::activate<S>(o.activation, c_new));
-      });
-    }
+      const V c_prev = at.load(st.cp + n * st.ld_cp);
+      // a_g = act_g(x'_g + hm·R_gᵀ [+ p_g ⊙ c_prev]): the peephole reads the previous cell
+      // on all four gates (Apple's form, SPEC.md section 5).
+      auto gate = [&](Index g, Activation act) {
+        V x = at.load(xp + g * H);
+        if (st.bias) x += at.load(st.bias + g * H);
+        x += at.load(q + g * H);
+        if (dir.peephole) x += c_prev * at.load(dir.peephole + g * H);
+        x = simd::activate<S>(act, x);
+        at.store(a + g * H, x);
+        return x;
+      };
+      const V i = gate(gi, o.inputGateActivation);
+      const V f = gate(gf, o.forgetGateActivation);
+      const V z = gate(gz, o.cellGateActivation);
+      const V out = gate(go, o.outputGateActivation);
+      const V c_new = f * c_prev + i * z;
+      at.store(st.c + n * st.ld_c, c_new);
+      at.store(st.h + n * st.ld_h, out * simd::activate<S>(o.activation, c_new));
+    });
   }
 
   void prepare_backward(const Direction<S>& dir, CellBackwardState<S>& st) const {

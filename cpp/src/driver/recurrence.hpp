@@ -90,15 +90,9 @@ void recurrent_forward(const Cell& cell, const RNNShape& s, bool reverse, const 
   }
   const auto split =
       detail::split_work(s, cell.recurrent_gates(), sizeof(S), cell.uses_dependent_product());
-  // A team running its steps by units over panels of the packed Rᵀ computes a small packed
-  // projection in its first step, each unit's columns with it (team_loops.hpp, tuning.hpp).
-  const bool project_in_steps =
-      s.has_input_weight && a.packed && TN <= tuning::kStepProjectionRows &&
-      split.path == SplitPath::team && s.D() == 1 && detail::steps_by_units(cell, s) &&
-      dirs[0].weight_t_panels && dirs[0].weight_t_panels->width == a.packed->input_t.width;
-  const detail::StepProjection<S> step_projection{
-      project_in_steps ? &a.packed->input_t : nullptr, a.source, TN, s.I, projection_out, DGH};
-  if (s.has_input_weight && !project_in_steps) {
+  // A one-row team may compute a small projection in its first step (team_loops.hpp).
+  const auto in_steps = detail::step_projection(cell, s, a, split, dirs[0], projection_out);
+  if (s.has_input_weight && !in_steps.weights) {
     const profile::Scope timed(profile::Section::projection);
     detail::project_inputs(s, a, projection_out);
   }
@@ -109,8 +103,7 @@ void recurrent_forward(const Cell& cell, const RNNShape& s, bool reverse, const 
   if (split.path == SplitPath::team) {
     for (int d = 0; d < s.D(); ++d) {
       const auto i = static_cast<size_t>(d);
-      detail::forward_team(cell, s, a, dirs[i], seqs[i], split.team,
-                           project_in_steps ? &step_projection : nullptr);
+      detail::forward_team(cell, s, a, dirs[i], seqs[i], split.team, in_steps);
     }
     return;
   }

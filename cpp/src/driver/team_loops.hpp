@@ -10,6 +10,7 @@
 
 #include "sequences.hpp"
 #include "step_runner.hpp"
+#include "work_split.hpp"
 
 namespace rnngraph::detail {
 
@@ -27,12 +28,26 @@ struct SlotScratch {
 
 // The items of a step's product Q = hm·Rᵀ over `units` units: the same number of runs of
 // units for every slot, as equal as whole units allow, so every slot's share of a step is the
-// same work; runs of about `run_units` units, and at least kTeamItemsPerSlot per slot
-// (tuning.hpp).
-inline Index team_product_items(Index units, Index run_units, int team) {
+// same work; runs of about kTeamRunPanels panels of the packed Rᵀ (or kTeamRunColumns columns
+// of an unpacked R), and at least kTeamItemsPerSlot per slot (tuning.hpp).
+template <class S>
+Index team_product_items(const Direction<S>& dir, Index units, int team) {
+  const Index run_units = dir.weight_t_panels ? tuning::kTeamRunPanels : tuning::kTeamRunColumns;
   const Index per_run = Index(team) * run_units;
   const Index per_slot = std::max(tuning::kTeamItemsPerSlot, (units + per_run / 2) / per_run);
   return std::max<Index>(1, std::min<Index>(units, Index(team) * per_slot));
+}
+
+// Rows [r0, r0 + rows), columns [j0, j1) of step k's masked previous state hm = (the state
+// before step k) ⊙ (step k's mask), into out [N, H].
+template <class S>
+void mask_previous(const Direction<S>& dir, const ForwardSequences<S>& seqs, Index k, S* out,
+                   Index r0, Index rows, Index j0, Index j1) {
+  const ForwardStep<S> st = seqs.step(dir, k, dir.time(k), r0);
+  const Index H = dir.H, cols = j1 - j0, ld = dir.state_ld;
+  block(out + r0 * H + j0, rows, cols, H) =
+      cblock(st.hp + j0, rows, cols, st.ld_hp) *
+      cblock(dir.mask_at(st.t) + r0 * ld + j0, rows, cols, ld);
 }
 
 // Whether a team runs each step of this call as one phase of items of hidden units
@@ -58,6 +73,20 @@ struct StepProjection {
   Index ld = 0;
 };
 
+// The projection a team leaves to its steps (weights nullptr: none, the caller projects
+// first): a team by units over panels of the packed Rᵀ, the packed Wᵀ's panels as wide, and
+// at most kStepProjectionRows rows of x (tuning.hpp). `out`: where x·Wᵀ goes.
+template <class Cell, class S>
+StepProjection<S> step_projection(const Cell& cell, const RNNShape& s, const ForwardArgs<S>& a,
+                                  const WorkSplit& split, const Direction<S>& dir, S* out) {
+  const Index rows = s.T * s.N;
+  const bool in_steps = s.has_input_weight && a.packed && rows <= tuning::kStepProjectionRows &&
+                        split.path == SplitPath::team && s.D() == 1 && steps_by_units(cell, s) &&
+                        dir.weight_t_panels &&
+                        dir.weight_t_panels->width == a.packed->input_t.width;
+  return {in_steps ? &a.packed->input_t : nullptr, a.source, rows, s.I, out, s.DGH()};
+}
+
 // One direction shared by `team` threads, for a cell whose forward step can compute any
 // range of hidden units (Cell::column_steps): phase 0 masks the initial state, then step k is
 // one phase, phase k + 1. Its items are runs of hidden units; an item computes the columns of
@@ -65,50 +94,34 @@ struct StepProjection {
 // batch row (and their masked state for step k + 1). Against two phases per step (below) a
 // step waits once, not twice, and its element-wise math is shared, not left to one thread
 // when N = 1. Used up to kTeamUnitStepsMaxRows rows (tuning.hpp): with more, the runs of
-// panels, one per gate, grow too short for the product. The masked state alternates between two buffers: an item writes step k + 1's
-// while others still read step k's.
+// panels, one per gate, grow too short for the product. The masked state alternates between
+// two buffers: an item writes step k + 1's while others still read step k's.
 template <class Cell, class S>
 void forward_team_by_units(const Cell& cell, const RNNShape& s, const ForwardArgs<S>& a,
                            const Direction<S>& dir, const ForwardSequences<S>& seqs, int team,
-                           const StepProjection<S>* projection) {
-  const Index T = s.T, N = s.N, H = s.H, GH = s.GH(), DH = s.DH();
+                           const StepProjection<S>& projection) {
+  const Index T = s.T, N = s.N, H = s.H, GH = s.GH();
   const int gates = cell.recurrent_gates();
   std::vector<S> recurrent(static_cast<size_t>(N * GH));
   std::vector<S> masked(static_cast<size_t>(a.mask ? 2 * N * H : 0));
-  SlotScratch<S> scratch(team, 2 * N * H);
-
   const Index per_gate = dir.units_per_gate();  // units of one gate; unit p is column p·width
-  const Index run_units = dir.weight_t_panels ? tuning::kTeamRunPanels : tuning::kTeamRunColumns;
-  const Index unit_items = team_product_items(per_gate, run_units, team);
-
+  const Index unit_items = team_product_items(dir, per_gate, team);
   auto masked_at = [&](Index k) { return masked.data() + (k % 2) * N * H; };
-  // Step k + 1's masked previous state (h of step k) for the columns [j0, j1).
-  auto mask_columns = [&](Index k, Index j0, Index j1) {
-    const ForwardStep<S> next = seqs.step(dir, k + 1, dir.time(k + 1), 0);
-    block(masked_at(k + 1) + j0, N, j1 - j0, H) = cblock(next.hp + j0, N, j1 - j0, next.ld_hp) *
-                                                  cblock(dir.mask_at(next.t) + j0, N, j1 - j0, DH);
-  };
+
   auto items = [&](Index phase) -> Index {
     if (phase == 0) return a.mask ? N : 0;
     return unit_items;
   };
-  auto run = [&](Index phase, Index first, Index last, int slot) {
-    if (phase == 0) {  // the initial state's masked rows
-      const ForwardStep<S> init = seqs.step(dir, 0, dir.time(0), first);
-      block(masked_at(0) + first * H, last - first, H, H) =
-          cblock(init.hp, last - first, H, init.ld_hp) *
-          cblock(dir.rows(first, last - first).mask_at(init.t), last - first, H, DH);
-      return;
-    }
+  auto run = [&](Index phase, Index first, Index last, int) {
+    if (phase == 0) return mask_previous(dir, seqs, 0, masked_at(0), first, last - first, 0, H);
     const Index k = phase - 1, t = dir.time(k);
     ForwardStep<S> step = seqs.step(dir, k, t, 0);
     step.hm = a.mask ? masked_at(k) : step.hp;
     step.ld_hm = a.mask ? H : step.ld_hp;
     step.q = recurrent.data();
-    step.scratch = scratch.at(slot);
     const Index p0 = per_gate * first / unit_items, p1 = per_gate * last / unit_items;
-    if (projection && k == 0) {  // these units' columns of x·Wᵀ, every step, every gate
-      const StepProjection<S>& p = *projection;
+    if (projection.weights && k == 0) {  // these units' columns of x·Wᵀ, every step, gate
+      const StepProjection<S>& p = projection;
       for (int g = 0; g < gates; ++g) {
         const Index u0 = g * per_gate + p0;
         packed_gemm(p.rows, 0, p.I, p.source, p.I, *p.weights, u0, u0 + (p1 - p0), S(0),
@@ -123,7 +136,9 @@ void forward_team_by_units(const Cell& cell, const RNNShape& s, const ForwardArg
     step.col0 = dir.unit_column(p0);
     step.col1 = p1 == per_gate ? H : dir.unit_column(p1);
     cell.forward_step(dir, step);
-    if (a.mask && k + 1 < T) mask_columns(k, step.col0, step.col1);
+    if (a.mask && k + 1 < T) {
+      mask_previous(dir, seqs, k + 1, masked_at(k + 1), 0, N, step.col0, step.col1);
+    }
   };
   parallel_phases(team, 1 + T, items, run);
 }
@@ -135,17 +150,16 @@ void forward_team_by_units(const Cell& cell, const RNNShape& s, const ForwardArg
 template <class Cell, class S>
 void forward_team(const Cell& cell, const RNNShape& s, const ForwardArgs<S>& a,
                   const Direction<S>& dir, const ForwardSequences<S>& seqs, int team,
-                  const StepProjection<S>* projection = nullptr) {
+                  const StepProjection<S>& projection = {}) {
   if (steps_by_units(cell, s))
     return forward_team_by_units(cell, s, a, dir, seqs, team, projection);
-  const Index T = s.T, N = s.N, H = s.H, GH = s.GH(), DH = s.DH();
+  const Index T = s.T, N = s.N, H = s.H, GH = s.GH();
   std::vector<S> recurrent(static_cast<size_t>(N * GH));
   std::vector<S> masked(static_cast<size_t>(a.mask ? N * H : 0));
   SlotScratch<S> scratch(team, 2 * N * H);
 
   const Index units = cell.recurrent_gates() * dir.units_per_gate();
-  const Index run_units = dir.weight_t_panels ? tuning::kTeamRunPanels : tuning::kTeamRunColumns;
-  const Index unit_items = team_product_items(units, run_units, team);
+  const Index unit_items = team_product_items(dir, units, team);
 
   // The previous state as a step reads it: masked (a buffer), or the state itself.
   auto previous = [&](const ForwardStep<S>& all) {
@@ -154,10 +168,7 @@ void forward_team(const Cell& cell, const RNNShape& s, const ForwardArgs<S>& a,
   };
   // The masked previous state of step k for the rows [r0, r0 + rows).
   auto mask_rows = [&](Index k, Index r0, Index rows) {
-    const Direction<S> mine = dir.rows(r0, rows);
-    const ForwardStep<S> next = seqs.step(mine, k, dir.time(k), r0);
-    block(masked.data() + r0 * H, rows, H, H) =
-        cblock(next.hp, rows, H, next.ld_hp) * cblock(mine.mask_at(next.t), rows, H, DH);
+    mask_previous(dir, seqs, k, masked.data(), r0, rows, 0, H);
   };
   auto items = [&](Index phase) -> Index {
     if (phase == 0) return a.mask ? N : 0;

@@ -23,7 +23,6 @@ constexpr Index back_of(std::uint64_t v) { return static_cast<Index>(v & 0xFFFF)
 Job::Job(JobWork work)
     : work_(std::move(work)),
       shares_(static_cast<size_t>(std::max(1, work_.team))),
-      taken_(new std::atomic<bool>[shares_.size()]()),
       float_state_(job_float_state()) {
   if (work_.phases < 0 || work_.phases >= Index(UINT32_MAX))
     throw std::length_error("parallel job: too many phases");
@@ -34,7 +33,9 @@ int Job::join(int home) {
   if (finished()) return -1;
   // A reservation first: past it, some slot in [1, team) is surely still free.
   if (joined_.fetch_add(1, std::memory_order_acq_rel) >= work_.team) return -1;
-  auto take = [&](int slot) { return !taken_[slot].exchange(true, std::memory_order_acq_rel); };
+  auto take = [&](int slot) {
+    return !shares_[static_cast<size_t>(slot)].taken.exchange(true, std::memory_order_acq_rel);
+  };
   if (home > 0 && home < work_.team && take(home)) return home;
   for (int slot = work_.team - 1; slot > 0; --slot) {
     if (take(slot)) return slot;

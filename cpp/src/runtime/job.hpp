@@ -60,6 +60,7 @@ class Job {
   // A slot's share of the current phase: [tag: phase, 32 bits][front: 16][back: 16].
   struct alignas(64) Share {
     std::atomic<std::uint64_t> range{0};
+    std::atomic<bool> taken{false};  // a worker holds this slot (Job::join)
   };
   static constexpr Index kMaxItems = 0xFFFF;
 
@@ -74,7 +75,6 @@ class Job {
   alignas(64) WaitWord phase_;
   alignas(64) std::atomic<Index> remaining_{0};  // unfinished items of the current phase
   alignas(64) std::atomic<int> joined_{1};       // slots reserved, the caller's included
-  std::unique_ptr<std::atomic<bool>[]> taken_;   // per slot: a worker holds it
   std::atomic<bool> failed_{false};
   unsigned float_state_;  // the caller's (thread_state.hpp), for every thread of the job
   std::mutex error_mutex_;
