@@ -27,6 +27,11 @@ SHAPES = [
     ("GRU", "fwd-resetAfter", 5, 64, 128, 6),
     ("singleGateRNN", "fwd", 2, 96, 256, 9),
     ("LSTM", "fwd-float32", 4, 256, 512, 5),  # float32 team: the packed product
+    # a team whose product reads hm and dQ from a copy made once per step (prepack_rows):
+    # row blocks of 6 (AVX2) or 12 (AVX-512) and a short last block
+    ("LSTM", "fwd-float32", 13, 64, 256, 5),
+    ("GRU", "fwd-resetAfter", 9, 32, 160, 4),
+    ("singleGateRNN", "fwd-float32", 14, 48, 320, 6),
     ("GRU", "bi-float32", 24, 128, 96, 5),
     ("LSTM", "fwd", 64, 512, 256, 8),  # weight gradients cut into a grid of blocks and along k
 ]

@@ -198,6 +198,16 @@ constexpr Index kTeamUnitStepsMaxRows = 1;
 // threads 0.61 / 0.52, and row 6 (187) 8 threads 48.7 / 41.5: each item then streams all the
 // rows of x for each gate's short run of panels (results/machine16-step-projection-ab-2026-11-24.txt).
 constexpr Index kStepProjectionRows = 1;
+// A two-phase team copies each step's product operand (hm forward, dQ backward) into the
+// product's tile layout once, each row by the thread whose element-wise item computed it
+// (packed_gemm.hpp, prepack_rows), when its slots have at least this many rows each: every
+// item of the product otherwise copies all of it again. With fewer rows per slot the threads
+// write the rows of one tile block side by side, into the same cache lines. 16-core machine,
+// medians of 2 alternating processes, ms, copied once / by every item: row 13 (N = 64, a team
+// of 16) 90.5 / 138.5 (backward loops 19.7 / 46.9), row 10 (N = 64) 51.3 / 62.6, row 14
+// (N = 32) 8 threads 362 / 439; but row 8 (N = 16) 8 threads 20.6 / 14.9, 16 threads
+// 13.1 / 9.0, row 7 (N = 16) 16 threads 29.7 / 17.3, row 12 (N = 32) 16 threads 21.8 / 21.5.
+constexpr Index kPrepackRowsPerSlot = 4;
 // A thread that has no item left in a phase spins this long for the phase to end (the other
 // threads' items of one step take a few to a few tens of microseconds), then yields its core
 // for kPhaseYieldUs (a descheduled thread holding an item may get it), then sleeps until
