@@ -27,8 +27,8 @@ SHAPES = [
     ("GRU", "fwd-resetAfter", 5, 64, 128, 6),
     ("singleGateRNN", "fwd", 2, 96, 256, 9),
     ("LSTM", "fwd-float32", 4, 256, 512, 5),  # float32 team: the packed product
-    # a team whose product reads hm and dQ from a copy made once per step (prepack_rows):
-    # row blocks of 6 (AVX2) or 12 (AVX-512) and a short last block
+    # teams whose items read hm and dQ in place (a few panels each, kCopyRowsMinPanels),
+    # in tiles of 6 (AVX2) or 12 (AVX-512) rows and a short last one
     ("LSTM", "fwd-float32", 13, 64, 256, 5),
     ("GRU", "fwd-resetAfter", 9, 32, 160, 4),
     ("singleGateRNN", "fwd-float32", 14, 48, 320, 6),

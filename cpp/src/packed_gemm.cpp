@@ -125,18 +125,14 @@ const S* pack_rows(Index m, Index kc, const S* a, Index lda) {
   return buffer.data();
 }
 
-// How packed_gemm reads A: its rows in place, rows it packs first (pack_rows), or rows the
-// caller packed in that layout (prepack_rows).
-enum class RowsOf { place, pack, prepacked };
-
 // Panels [first, last) NP at a time, all rows of A per group of panels (the panels stay in
 // cache while the rows pass over them). (Cutting k into L1-sized pieces measured slower.)
+// With `packed_rows` A is first packed by pack_rows.
 template <class S, int MR, int NP, int NV>
-Index panel_sweep(Index m, Index k0, Index kc, const S* a, Index lda, RowsOf rows_of,
+Index panel_sweep(Index m, Index k0, Index kc, const S* a, Index lda, bool packed_rows,
                   const PackedPanels<S>& b, Index first, Index i, Index last, S beta, S* c,
                   Index ldc) {
-  const bool packed_rows = rows_of != RowsOf::place;
-  if (rows_of == RowsOf::pack && i + NP <= last) a = pack_rows<S, MR>(m, kc, a, lda);
+  if (packed_rows && i + NP <= last) a = pack_rows<S, MR>(m, kc, a, lda);
   const Index c0 = b.first_column(first);
   for (; i + NP <= last; i += NP) {
     const S* panels[NP];
@@ -238,12 +234,13 @@ void pack_panels(const S* src, Index p_stride, Index j_stride, Index k, Index gr
   });
 }
 
-namespace {
-
 template <class S>
-void panel_product(Index m, Index k0, Index kc, const S* a, Index lda, bool prepacked,
-                   const PackedPanels<S>& b, Index first, Index last, S beta, S* c, Index ldc) {
+void packed_gemm(Index m, Index k0, Index kc, const S* a, Index lda, const PackedPanels<S>& b,
+                 Index first, Index last, S beta, S* c, Index ldc) {
   if (m <= 0 || last <= first) return;
+  // A's rows are copied into the tile's layout (pack_rows) when the copy serves enough
+  // panels (tuning.hpp, kCopyRowsMinPanels); a team's item, a few panels, reads them in place.
+  const bool copy_rows = last - first >= tuning::kCopyRowsMinPanels;
   auto sweep = [&](auto nv) {
     constexpr int NV = decltype(nv)::value;
     Index i = first;
@@ -251,54 +248,17 @@ void panel_product(Index m, Index k0, Index kc, const S* a, Index lda, bool prep
     if (tile == TilePath::few) {
       // One or two rows: three panels at once give enough independent accumulators to hide
       // the FMA latency of this bandwidth-bound product.
-      i = panel_sweep<S, kFewRows, 3, NV>(m, k0, kc, a, lda, RowsOf::place, b, first, i, last, beta,
-                                          c, ldc);
+      i = panel_sweep<S, kFewRows, 3, NV>(m, k0, kc, a, lda, false, b, first, i, last, beta, c,
+                                          ldc);
     } else if (tile == TilePath::some) {
-      i = panel_sweep<S, kSomeRows, 2, NV>(m, k0, kc, a, lda, RowsOf::pack, b, first, i, last, beta,
-                                           c, ldc);
+      i = panel_sweep<S, kSomeRows, 2, NV>(m, k0, kc, a, lda, copy_rows, b, first, i, last, beta, c,
+                                           ldc);
     }
     // The many-row tile, and the panels left over by a wider tile.
-    const RowsOf rows_of =
-        prepacked ? RowsOf::prepacked : (m > kFewRows ? RowsOf::pack : RowsOf::place);
-    panel_sweep<S, kTileRows<NV>, 1, NV>(m, k0, kc, a, lda, rows_of, b, first, i, last, beta, c,
-                                         ldc);
+    panel_sweep<S, kTileRows<NV>, 1, NV>(m, k0, kc, a, lda, copy_rows && m > kFewRows, b, first, i,
+                                         last, beta, c, ldc);
   };
   simd::with_rows<kPanelVectors>(b.width / Vec<S>::lanes, sweep);
-}
-
-}  // namespace
-
-template <class S>
-void packed_gemm(Index m, Index k0, Index kc, const S* a, Index lda, const PackedPanels<S>& b,
-                 Index first, Index last, S beta, S* c, Index ldc) {
-  panel_product(m, k0, kc, a, lda, false, b, first, last, beta, c, ldc);
-}
-
-template <class S>
-Index prepack_block_rows(Index m, const PackedPanels<S>& b) {
-  if (tile_for(m) != TilePath::many || m <= kFewRows) return 0;
-  return b.width / Vec<S>::lanes == 2 ? kTileRows<2> : kTileRows<1>;
-}
-
-// The layout of pack_rows for `block_rows` rows a block: block i0 holds rows [i0, i0 + mr)
-// with A[r, p] at packed[i0·kc + p·mr + (r − i0)].
-template <class S>
-void prepack_rows(Index m, Index kc, Index block_rows, const S* a, Index lda, Index r0, Index r1,
-                  S* packed) {
-  for (Index r = r0; r < r1;) {
-    const Index i0 = r / block_rows * block_rows, mr = std::min(block_rows, m - i0);
-    const Index end = std::min(r1, i0 + mr);
-    S* __restrict dst = packed + i0 * kc - i0;
-    for (Index p = 0; p < kc; ++p)
-      for (Index q = r; q < end; ++q) dst[p * mr + q] = a[q * lda + p];
-    r = end;
-  }
-}
-
-template <class S>
-void packed_gemm_prepacked(Index m, Index kc, const S* packed_a, const PackedPanels<S>& b,
-                           Index first, Index last, S beta, S* c, Index ldc) {
-  panel_product(m, 0, kc, packed_a, kc, true, b, first, last, beta, c, ldc);
 }
 
 template void pack_panels<float>(const float*, Index, Index, Index, Index, Index,
@@ -310,15 +270,5 @@ template void packed_gemm<float>(Index, Index, Index, const float*, Index,
 template void packed_gemm<double>(Index, Index, Index, const double*, Index,
                                   const PackedPanels<double>&, Index, Index, double, double*,
                                   Index);
-template Index prepack_block_rows<float>(Index, const PackedPanels<float>&);
-template Index prepack_block_rows<double>(Index, const PackedPanels<double>&);
-template void prepack_rows<float>(Index, Index, Index, const float*, Index, Index, Index, float*);
-template void prepack_rows<double>(Index, Index, Index, const double*, Index, Index, Index,
-                                   double*);
-template void packed_gemm_prepacked<float>(Index, Index, const float*, const PackedPanels<float>&,
-                                           Index, Index, float, float*, Index);
-template void packed_gemm_prepacked<double>(Index, Index, const double*,
-                                            const PackedPanels<double>&, Index, Index, double,
-                                            double*, Index);
 
 }  // namespace rnngraph

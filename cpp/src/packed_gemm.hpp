@@ -46,22 +46,4 @@ template <class S>
 void packed_gemm(Index m, Index k0, Index kc, const S* a, Index lda, const PackedPanels<S>& b,
                  Index first, Index last, S beta, S* c, Index ldc);
 
-// A product that a team cuts among its threads by panels (driver/team_loops.hpp) would have
-// every item copy all of A into the many-row tile's layout, over and over; instead the rows
-// are copied once, each by the thread that computed them (prepack_rows), and every item
-// reads the copy (packed_gemm_prepacked). The results are the same bit for bit.
-//
-// The rows per block of that layout for m rows against b, or 0 where packed_gemm reads A's
-// rows in place or with another tile (few rows): then there is nothing to prepack.
-template <class S>
-Index prepack_block_rows(Index m, const PackedPanels<S>& b);
-// Rows [r0, r1) of A [m, kc] (row r at a + r·lda) into `packed` [m·kc], blocks of block_rows.
-template <class S>
-void prepack_rows(Index m, Index kc, Index block_rows, const S* a, Index lda, Index r0, Index r1,
-                  S* packed);
-// packed_gemm with k0 = 0 and A as prepack_rows left it (block_rows from prepack_block_rows).
-template <class S>
-void packed_gemm_prepacked(Index m, Index kc, const S* packed_a, const PackedPanels<S>& b,
-                           Index first, Index last, S beta, S* c, Index ldc);
-
 }  // namespace rnngraph

@@ -158,6 +158,18 @@ constexpr int kFewRows = 2;
 // microbenchmark (in a whole LSTM call, H = 512: 1.10-1.15x for 4 and 6 rows); from 8 rows
 // on the many-row tile is as fast or faster (8 rows: 1.04x; 12 and 16: within 1 %).
 constexpr int kSomeRowsWide = 6;
+// A product over at least this many panels first copies A's rows into the tile's layout
+// (packed_gemm.cpp, pack_rows: the broadcasts then read one stream at constant offsets); a
+// product over fewer reads them in place, as the copy, one scalar move per element of A,
+// would cost about as much as the product itself. A team's items are a few panels each
+// (kTeamRunPanels), a row chunk's or a serial step's product all of them. 16-core machine,
+// medians of 3 alternating processes, ms, in place / copied by each item: 16 threads row 7
+// 13.6 / 20.3, row 8 8.0 / 9.6, row 9 33.5 / 48.3, row 12 14.7 / 21.8, row 14 181 / 250;
+// 8 threads row 9 53.7 / 73.6; and in place against a copy made once per step by the
+// element-wise items (rows 10, 13: N = 64, 16 threads) 45.0 / 56.5 and 87.5 / 94.8
+// (results/machine16-team-operand-ab-2026-11-24.txt). A row chunk's step (2-core machine,
+// 2 threads) read in place: forward loops of rows 7 and 10 7 % slower, others within noise.
+constexpr Index kCopyRowsMinPanels = 16;
 
 // ---- Parallel sections and waiting (parallel.hpp, runtime/) ---------------------------
 // A parallel site cuts its work into up to this many blocks per thread: a thread that the OS
@@ -198,16 +210,6 @@ constexpr Index kTeamUnitStepsMaxRows = 1;
 // threads 0.61 / 0.52, and row 6 (187) 8 threads 48.7 / 41.5: each item then streams all the
 // rows of x for each gate's short run of panels (results/machine16-step-projection-ab-2026-11-24.txt).
 constexpr Index kStepProjectionRows = 1;
-// A two-phase team copies each step's product operand (hm forward, dQ backward) into the
-// product's tile layout once, each row by the thread whose element-wise item computed it
-// (packed_gemm.hpp, prepack_rows), when its slots have at least this many rows each: every
-// item of the product otherwise copies all of it again. With fewer rows per slot the threads
-// write the rows of one tile block side by side, into the same cache lines. 16-core machine,
-// medians of 2 alternating processes, ms, copied once / by every item: row 13 (N = 64, a team
-// of 16) 90.5 / 138.5 (backward loops 19.7 / 46.9), row 10 (N = 64) 51.3 / 62.6, row 14
-// (N = 32) 8 threads 362 / 439; but row 8 (N = 16) 8 threads 20.6 / 14.9, 16 threads
-// 13.1 / 9.0, row 7 (N = 16) 16 threads 29.7 / 17.3, row 12 (N = 32) 16 threads 21.8 / 21.5.
-constexpr Index kPrepackRowsPerSlot = 4;
 // A thread that has no item left in a phase spins this long for the phase to end (the other
 // threads' items of one step take a few to a few tens of microseconds), then yields its core
 // for kPhaseYieldUs (a descheduled thread holding an item may get it), then sleeps until

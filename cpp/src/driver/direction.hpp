@@ -41,12 +41,8 @@ struct Direction {
   // C = A·Rᵀ for the units [u0, u1), A [rows, H] (lda), C at unit u0's first column (ldc):
   // the panel kernel, or (unpacked) dot products along R's rows, the BLAS or the small kernel
   // (gemm.cpp picks, unless a product path is forced).
-  // With `packed_a` (prepacked_rows_t(rows) > 0), A is read from that copy (prepack_rows).
-  void times_units_t(Index rows, Index u0, Index u1, const S* A, Index lda, S* C, Index ldc,
-                     const S* packed_a = nullptr) const {
-    if (packed_a) {
-      packed_gemm_prepacked(rows, H, packed_a, *weight_t_panels, u0, u1, S(0), C, ldc);
-    } else if (weight_t_panels) {
+  void times_units_t(Index rows, Index u0, Index u1, const S* A, Index lda, S* C, Index ldc) const {
+    if (weight_t_panels) {
       packed_gemm(rows, 0, H, A, lda, *weight_t_panels, u0, u1, S(0), C, ldc);
     } else {
       gemm_with(product, Trans::no, Trans::yes, rows, u1 - u0, H, S(1), A, lda,
@@ -62,26 +58,12 @@ struct Direction {
   // C = beta·C + A·R_g for the gate rows [g0, g0 + gates) of R, A [rows, gates·H] (lda),
   // C [rows, H]; only the output columns [col0, col1), whole panels of the packed R (the
   // backward always packs R: its product has no cheaper unpacked form).
-  // With `packed_a` (g0 = 0, prepacked_rows(rows) > 0), A is read from that copy.
   void times_weight(Index rows, Index g0, Index gates, const S* A, Index lda, S beta, S* C,
-                    Index ldc, Index col0 = 0, Index col1 = -1, const S* packed_a = nullptr) const {
+                    Index ldc, Index col0 = 0, Index col1 = -1) const {
     if (col1 < 0) col1 = H;
-    const Index w = weight_panels->width, first = col0 / w, last = (col1 + w - 1) / w;
-    if (packed_a) {
-      packed_gemm_prepacked(rows, gates * H, packed_a, *weight_panels, first, last, beta, C + col0,
-                            ldc);
-    } else {
-      packed_gemm(rows, g0 * H, gates * H, A, lda, *weight_panels, first, last, beta, C + col0,
-                  ldc);
-    }
-  }
-  // The rows per block of a copy of A that the products with the packed Rᵀ (_t) and R can
-  // read for `rows` rows (packed_gemm.hpp, prepack_rows), or 0 where they read A in place.
-  Index prepacked_rows_t(Index rows) const {
-    return weight_t_panels ? prepack_block_rows(rows, *weight_t_panels) : 0;
-  }
-  Index prepacked_rows(Index rows) const {
-    return weight_panels ? prepack_block_rows(rows, *weight_panels) : 0;
+    const Index w = weight_panels->width;
+    packed_gemm(rows, g0 * H, gates * H, A, lda, *weight_panels, col0 / w, (col1 + w - 1) / w, beta,
+                C + col0, ldc);
   }
   // The same direction restricted to batch rows [row0, row0 + count).
   Direction rows(Index row0, Index count) const {

@@ -56,19 +56,19 @@ void carry_to_previous(Index rows, Index cols, Index ld, const S* dhm, const S* 
 template <class Cell, class S>
 void gradient_to_previous(const Cell& cell, const Direction<S>& dir, Index rows, const S* dq,
                           Index ld_dq, S* dhm, const S* dhp, const S* mask, Index mask_ld, S* carry,
-                          Index col0, Index col1, const S* packed_dq = nullptr) {
+                          Index col0, Index col1) {
   const Index H = dir.H, cols = col1 - col0;
   const int gates = cell.recurrent_gates();
   if constexpr (Cell::direct_state_gradient) {
-    dir.times_weight(rows, 0, gates, dq, ld_dq, S(1), dhm, H, col0, col1, packed_dq);
+    dir.times_weight(rows, 0, gates, dq, ld_dq, S(1), dhm, H, col0, col1);
     carry_to_previous(rows, cols, H, dhm + col0, dhp + col0, mask ? mask + col0 : nullptr, mask_ld,
                       carry + col0);
   } else if (mask) {
-    dir.times_weight(rows, 0, gates, dq, ld_dq, S(0), dhm, H, col0, col1, packed_dq);
+    dir.times_weight(rows, 0, gates, dq, ld_dq, S(0), dhm, H, col0, col1);
     block(carry + col0, rows, cols, H) =
         cblock(dhm + col0, rows, cols, H) * cblock(mask + col0, rows, cols, mask_ld);
   } else {
-    dir.times_weight(rows, 0, gates, dq, ld_dq, S(0), carry, H, col0, col1, packed_dq);
+    dir.times_weight(rows, 0, gates, dq, ld_dq, S(0), carry, H, col0, col1);
   }
 }
 

@@ -50,13 +50,6 @@ void mask_previous(const Direction<S>& dir, const ForwardSequences<S>& seqs, Ind
       cblock(dir.mask_at(st.t) + r0 * ld + j0, rows, cols, ld);
 }
 
-// The rows per block of the copy of a step's product operand that a two-phase team makes
-// once per step (packed_gemm.hpp, prepack_rows), or 0 for none: when the product reads one
-// (`block_rows`, from the Direction) and the team's slots have kPrepackRowsPerSlot rows each.
-inline Index prepacked_rows(Index N, int team, Index block_rows) {
-  return N >= tuning::kPrepackRowsPerSlot * team ? block_rows : 0;
-}
-
 // Whether a team runs each step of this call as one phase of items of hidden units
 // (forward_team_by_units): up to kTeamUnitStepsMaxRows rows, a cell whose step reads only
 // each unit's own columns, and no dependent product.
@@ -167,36 +160,28 @@ void forward_team(const Cell& cell, const RNNShape& s, const ForwardArgs<S>& a,
 
   const Index units = cell.recurrent_gates() * dir.units_per_gate();
   const Index unit_items = team_product_items(dir, units, team);
-  // hm in the product's tile layout, copied once per step (prepacked_rows).
-  const Index block_rows = prepacked_rows(N, team, dir.prepacked_rows_t(N));
-  std::vector<S> packed(static_cast<size_t>(block_rows ? N * H : 0));
 
-  // The previous state as step k reads it: masked (a buffer), or the state itself.
-  auto previous = [&](Index k) {
-    const ForwardStep<S> all = seqs.step(dir, k, dir.time(k), 0);
+  // The previous state as a step reads it: masked (a buffer), or the state itself.
+  auto previous = [&](const ForwardStep<S>& all) {
     return a.mask ? std::pair<const S*, Index>(masked.data(), H)
                   : std::pair<const S*, Index>(all.hp, all.ld_hp);
   };
-  // Step k's masked previous state, and its copy for the product, for rows [r0, r0 + rows).
-  auto prepare_rows = [&](Index k, Index r0, Index rows) {
-    if (a.mask) mask_previous(dir, seqs, k, masked.data(), r0, rows, 0, H);
-    if (block_rows) {
-      const auto [hm, ld_hm] = previous(k);
-      prepack_rows(N, H, block_rows, hm, ld_hm, r0, r0 + rows, packed.data());
-    }
+  // The masked previous state of step k for the rows [r0, r0 + rows).
+  auto mask_rows = [&](Index k, Index r0, Index rows) {
+    mask_previous(dir, seqs, k, masked.data(), r0, rows, 0, H);
   };
   auto items = [&](Index phase) -> Index {
-    if (phase == 0) return a.mask || block_rows ? N : 0;
+    if (phase == 0) return a.mask ? N : 0;
     return phase % 2 == 1 ? unit_items : N;
   };
   auto run = [&](Index phase, Index first, Index last, int slot) {
-    if (phase == 0) return prepare_rows(0, first, last - first);
+    if (phase == 0) return mask_rows(0, first, last - first);
     const Index k = (phase - 1) / 2, t = dir.time(k);
-    const auto [hm, ld_hm] = previous(k);
+    const ForwardStep<S> all = seqs.step(dir, k, t, 0);
+    const auto [hm, ld_hm] = previous(all);
     if (phase % 2 == 1) {  // these units' gate columns of Q
       const Index u0 = units * first / unit_items, u1 = units * last / unit_items;
-      dir.times_units_t(N, u0, u1, hm, ld_hm, recurrent.data() + dir.unit_column(u0), GH,
-                        block_rows ? packed.data() : nullptr);
+      dir.times_units_t(N, u0, u1, hm, ld_hm, recurrent.data() + dir.unit_column(u0), GH);
       return;
     }
     const Index r0 = first, rows = last - first;  // these rows' element-wise step
@@ -207,7 +192,7 @@ void forward_team(const Cell& cell, const RNNShape& s, const ForwardArgs<S>& a,
     step.ld_hm = ld_hm;
     step.scratch = scratch.at(slot);
     run_forward_step(cell, mine, step);
-    if (k + 1 < T) prepare_rows(k + 1, r0, rows);
+    if (a.mask && k + 1 < T) mask_rows(k + 1, r0, rows);
   };
   parallel_phases(team, 1 + 2 * T, items, run);
 }
@@ -227,10 +212,6 @@ void backward_team(const Cell& cell, const RNNShape& s, const GradientArgs<S>& a
   if (a.stateGradient) block(carry.data(), N, H, H) = cblock(a.stateGradient + dH, N, H, DH);
   SlotScratch<S> dh(team, N * H), scratch(team, 2 * N * H);
   const Index width = dir.weight_panels->width, panels = (H + width - 1) / width;
-  // dQ_t in the product's tile layout, copied once per step (prepacked_rows).
-  const Index GH = cell.recurrent_gates() * H;
-  const Index block_rows = prepacked_rows(N, team, dir.prepacked_rows(N));
-  std::vector<S> packed(static_cast<size_t>(block_rows ? N * GH : 0));
 
   auto items = [&](Index phase) -> Index { return phase % 2 == 0 ? N : panels; };
   auto run = [&](Index phase, Index first, Index last, int slot) {
@@ -248,16 +229,12 @@ void backward_team(const Cell& cell, const RNNShape& s, const GradientArgs<S>& a
       step.dhp = dhp.data() + r0 * H;
       step.scratch = scratch.at(slot);
       run_backward_step(cell, mine, step, state.views.rows(r0));
-      if (block_rows)
-        prepack_rows(N, GH, block_rows, state.dq_all + t * N * ld, ld, r0, r0 + rows,
-                     packed.data());
       return;
     }
     // these panels' columns of dL/dhm += dQ_t·R, then of the carried gradient
     const Index col0 = first * width, col1 = std::min(H, last * width);
     gradient_to_previous(cell, dir, N, state.dq_all + t * N * ld, ld, dhm.data(), dhp.data(),
-                         a.mask ? dir.mask_at(t) : nullptr, DH, carry.data(), col0, col1,
-                         block_rows ? packed.data() : nullptr);
+                         a.mask ? dir.mask_at(t) : nullptr, DH, carry.data(), col0, col1);
   };
   parallel_phases(team, 2 * T, items, run);
   if (a.initStateGrad) block(a.initStateGrad + dH, N, H, DH) = block(carry.data(), N, H, H);

@@ -58,10 +58,10 @@ inline SplitPath choose_split(const RNNShape& s, int recurrent_gates, Index scal
   // and has no second product that waits for the first (GRU reset-before: its team runs
   // that product a row at a time). 16-core machine, 16 threads: row 8 (N = 16) 22.8 ms as a
   // team against 24.3 in 2 chunks, row 12 (N = 32) 33 against 38 (results/machine16-resweep-
-  // 2026-11-22T2252.md); row 13 (N = 64) 90.5 against 113.6 in 8 chunks of 8 rows (the other
-  // 8 threads idle) and row 10 (N = 64) 51.3 against 63.4, once the team copies each step's
-  // product operand once (kPrepackRowsPerSlot; before that, 138.5 and 62.6: results/
-  // machine16-prepack-ab-2026-11-24.txt). Row 15 (reset-before, N = 32): 53 against 43.
+  // 2026-11-22T2252.md); row 13 (N = 64) 87.5 against 113.6 in 8 chunks of 8 rows (the other
+  // 8 threads idle) and row 10 (N = 64) 45.0 against 63.4, once a team's items read the step's
+  // operand in place (kCopyRowsMinPanels; copied by each item: 138.5 and 62.6; results/
+  // machine16-team-operand-ab-2026-11-24.txt). Row 15 (reset-before, N = 32): 53 against 43.
   const bool few_chunks = s.N / min_rows < threads && s.N <= 8 * min_rows && !dependent_product;
   if (s.D() == 1 && (small_batch || few_chunks)) {
     if (team_size(s, recurrent_gates, threads) >= 2) return SplitPath::team;
