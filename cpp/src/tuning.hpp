@@ -160,17 +160,19 @@ constexpr int kFewRows = 2;
 constexpr int kSomeRowsWide = 6;
 // A product over at least this many panels first copies A's rows into the tile's layout
 // (packed_gemm.cpp, pack_rows: the broadcasts then read one stream at constant offsets); a
-// product over fewer reads them in place, as the copy, one scalar move per element of A,
-// would cost about as much as the product itself. A team's items are a few panels each
-// (kTeamRunPanels), a row chunk's or a serial step's product all of them. 16-core machine,
-// medians of 3 alternating processes, ms, in place / copied by each item: 16 threads row 7
-// 13.6 / 20.3, row 8 8.0 / 9.6, row 9 33.5 / 48.3, row 12 14.7 / 21.8, row 14 181 / 250;
-// 8 threads row 9 53.7 / 73.6; and in place against a copy made once per step by the
-// element-wise items (rows 10, 13: N = 64, 16 threads) 45.0 / 56.5 and 87.5 / 94.8
-// (results/machine16-team-operand-ab-2026-11-24.txt); inference, 16 to 4 threads, row 3
-// (N = 10) 0.73 / 1.27, 0.37 / 1.11, 0.68 / 0.82, row 5 (N = 4) 2.44 / 2.60, 3.87 / 6.24,
-// 7.86 / 9.54. A row chunk's step (2-core machine, 2 threads) read in place: forward loops
-// of rows 7 and 10 7 % slower, others within noise.
+// product over fewer reads them in place, as the copy, one scalar move per element of A, would
+// cost about as much as the product itself. A team's items are a few panels each
+// (kTeamRunPanels), and so are the threads' blocks of a packed input projection on many threads
+// (driver/projection.hpp); a row chunk's or a serial step's product takes all of them. 16-core
+// machine, medians of 3 alternating processes, ms, in place / copied by each item: 16 threads
+// row 7 13.6 / 20.3, row 8 8.0 / 9.6, row 9 33.5 / 48.3, row 12 14.7 / 21.8, row 14 181 / 250; 8
+// threads row 9 53.7 / 73.6; and in place against a copy made once per step by the element-wise
+// items (rows 10, 13: N = 64, 16 threads) 45.0 / 56.5 and 87.5 / 94.8
+// (results/machine16-team-operand-ab-2026-11-24.txt); inference, 16 to 4 threads, row 3 (N = 10)
+// 0.73 / 1.27, 0.37 / 1.11, 0.68 / 0.82, row 5 (N = 4) 2.44 / 2.60, 3.87 / 6.24, 7.86 / 9.54;
+// row 6's projection (187 rows of x) at 16 threads 2.39 / 3.79, at 4 threads 8.45 / 8.92
+// (machine16-team-operand-ab, part 3). A row chunk's step (2-core machine, 2 threads) read in
+// place: forward loops of rows 7 and 10 7 % slower, others within noise.
 constexpr Index kCopyRowsMinPanels = 16;
 
 // ---- Parallel sections and waiting (parallel.hpp, runtime/) ---------------------------
