@@ -5,14 +5,13 @@ The recurrent ops compute in float32 and float64. The ops around them (indices f
 
 from __future__ import annotations
 
-import contextlib
 import enum
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from types import TracebackType
 
     from numpy.typing import ArrayLike, DTypeLike, NDArray
 
@@ -99,11 +98,23 @@ def broadcast_view(array: NDArray[Any], dtype: DTypeLike) -> NDArray[Any]:
     return np.broadcast_to(dense(compact, dtype), array.shape)
 
 
-@contextlib.contextmanager
-def naming_memory_errors(where: str) -> Iterator[None]:
+class naming_memory_errors:
     """A MemoryError inside the block (NumPy's, converting or copying an array) is raised
-    again naming ``where`` (the op or method and the label)."""
-    try:
-        yield
-    except MemoryError as error:
-        raise MemoryError(f"{where}: out of memory: {error}") from None
+    again naming ``where`` (the op or method and the label).
+
+    A class rather than ``contextlib.contextmanager``: it wraps every op of every run, and
+    a generator-based manager costs 2.7 µs a use against 0.3 µs for this one (timeit, AMD
+    EPYC Zen 3), a tenth of a one-step GRU call's whole time."""
+
+    __slots__ = ("where",)
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        if kind is not None and issubclass(kind, MemoryError):
+            raise MemoryError(f"{self.where}: out of memory: {error}") from None

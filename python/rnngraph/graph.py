@@ -74,6 +74,15 @@ def _real_array(value: ArrayLike, where: str) -> NDArray[Any]:
     return array
 
 
+def _fits(value: object, tensor: Tensor) -> TypeGuard[NDArray[Any]]:
+    """Whether a feed is already what the op needs: an array of the placeholder's exact
+    shape and dtype, C-contiguous and aligned (then it is used as it is)."""
+    if type(value) is not np.ndarray or value.shape != tensor.shape:
+        return False
+    flags = value.flags
+    return value.dtype == tensor.dataType.numpy and flags.c_contiguous and flags.aligned
+
+
 def _feed_array(tensor: Tensor, value: ArrayLike) -> NDArray[Any]:
     """Convert a feed to the placeholder's dtype and check its shape; never reinterpret bytes.
 
@@ -83,9 +92,7 @@ def _feed_array(tensor: Tensor, value: ArrayLike) -> NDArray[Any]:
     its converted, compact data): the op that reads it checks its shape first, then makes it
     dense. A conversion that can lose precision warns once per placeholder of its Graph
     (``_warn_if_lossy``; the Graph's ``_warned_feeds`` holds those that have warned)."""
-    if (type(value) is np.ndarray and value.shape == tensor.shape
-            and value.dtype == tensor.dataType.numpy
-            and value.flags.c_contiguous and value.flags.aligned):
+    if _fits(value, tensor):
         return value  # the common case: already what the op needs
     where = f"run: feed for {tensor.name!r}"
     array = _real_array(value, where)
@@ -309,7 +316,7 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps, StateOps, ArithmeticOps, Activati
         for t in targets:
             if type(t) is not Tensor or t._graph is not ref:
                 self._own(t, "run: targetTensors")  # raises the error that fits
-        assigns = self._target_operations(targetOperations)
+        assigns = () if targetOperations is None else self._target_operations(targetOperations)
         values: dict[Tensor, NDArray[Any]] = {}
         views: list[Tensor] = []  # broadcast feeds kept as views (see _feed_array)
         for tensor, value in feeds.items():
@@ -317,6 +324,9 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps, StateOps, ArithmeticOps, Activati
                 self._own(tensor, "run: feeds")
             if not tensor._placeholder:
                 raise ValueError(f"run: feeds: {tensor.name!r} is not a placeholder")
+            if _fits(value, tensor):  # the common case: used as it is
+                values[tensor] = value
+                continue
             array = values[tensor] = _feed_array(tensor, value)
             if array is not value and not array.flags.c_contiguous:
                 views.append(tensor)

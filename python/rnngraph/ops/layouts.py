@@ -109,18 +109,23 @@ def normalise(arrays: RunArrays, sizes: Mapping[str, Any], bidirectional: bool) 
     DH = (2 if bidirectional else 1) * H
     out: RunArrays = {}
     for label, array in arrays.items():
-        if array is None:
-            out[label] = None
-            continue
         # Feeds, constants and the recurrent ops' outputs are C-contiguous, but a view op's
-        # result (a transpose, a slice) may not be: dense() copies only such an array.
-        if label in STATE_LABELS:
-            array = array.reshape(N, DH)
-        elif label == "peephole":
-            array = array.reshape(-1)
-        elif label == "mask":
-            array = dense(np.broadcast_to(array, (T, N, DH)))
-        out[label] = dense(array)
+        # result (a transpose, a slice) may not be: only such an array is copied. (This runs
+        # for every input of every call, so the common case reads each array's flags once.)
+        if array is not None:
+            if label in STATE_LABELS and array.shape != (N, DH):
+                array = array.reshape(N, DH)
+            elif label == "peephole" and array.ndim != 1:
+                array = array.reshape(-1)
+            elif label == "mask" and array.shape != (T, N, DH):
+                array = np.broadcast_to(array, (T, N, DH))
+            if type(array) is not np.ndarray:
+                array = dense(array)
+            else:
+                flags = array.flags
+                if not (flags.c_contiguous and flags.aligned):
+                    array = dense(array)
+        out[label] = array
     return out
 
 

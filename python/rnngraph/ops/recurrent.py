@@ -158,6 +158,7 @@ def forward_op(graph: GraphBuilder, spec: CellSpec, arguments: Arguments,
     def compute_for(names: list[str]) -> Compute:
         """The op's run-time computation returning ``names`` (training when zState is one)."""
         training = "zState" in names
+        positions = [("h", "c", "zState").index(k) for k in names]  # in rnn_forward's result
 
         def compute(arrays: RunArrays) -> list[NDArray[Any]]:
             nonlocal packed
@@ -169,9 +170,9 @@ def forward_op(graph: GraphBuilder, spec: CellSpec, arguments: Arguments,
             if constant_weights and packed is None:
                 packed = _core.pack_forward_weights(options, dense["recurrentWeight"],
                                                     dense["inputWeight"])
-            h, c, z = _core.rnn_forward(options, dense, training=training, packed=packed)
-            produced: dict[str, Any] = {"h": h, "c": c, "zState": z}  # None: not made
-            return [produced[k] for k in names]
+            produced: tuple[Any, ...] = _core.rnn_forward(options, dense, training=training,
+                                                          packed=packed)
+            return [produced[i] for i in positions]  # (c, zState: None where not made)
 
         return compute
 
