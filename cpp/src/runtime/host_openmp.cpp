@@ -121,11 +121,22 @@ std::string host_openmp() {
 
 namespace runtime {
 
-bool run_on_host_openmp(Job& job, int team) {
+namespace {
+// The adopted pool, when a job would run on it now: adopted in this process, not resting.
+const HostPool* usable_pool(long long now) {
   const HostPool* pool = adopted.load(std::memory_order_acquire);
-  if (!pool || pool->pid != getpid()) return false;
+  if (!pool || pool->pid != getpid()) return nullptr;
+  if (now < pool->resting_until_us.load(std::memory_order_relaxed)) return nullptr;
+  return pool;
+}
+}  // namespace
+
+bool host_openmp_usable() { return usable_pool(now_us()) != nullptr; }
+
+bool run_on_host_openmp(Job& job, int team) {
   const long long start = now_us();
-  if (start < pool->resting_until_us.load(std::memory_order_relaxed)) return false;
+  const HostPool* pool = usable_pool(start);
+  if (!pool) return false;
   Team members{&job, pool->thread_num};
   pool->parallel(run_member, &members, static_cast<unsigned>(team), 0);
   // The time the region's own start and end took, outside the job.
