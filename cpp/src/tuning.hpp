@@ -228,17 +228,6 @@ constexpr Index kStepProjectionRows = 1;
 // the next.)
 constexpr long kPhaseSpinUs = 50;
 constexpr long kPhaseYieldUs = 300;
-// The team cap of rnngraph's own workers (runtime/team_cap.hpp). Each job reports the time
-// its members spent descheduled (on an idle machine microseconds; a member descheduled with
-// an item in hand holds its phase for a time slice, milliseconds, while the others spin).
-// When the jobs of the last kTeamWindowUs lost kTeamLostUs (a tenth of it), jobs get half the
-// team, again while that goes on; each kTeamRestUs without it gives one halving back. The
-// case it is for, 2-core machine, 2 threads, 2 busy processes, means per process of 300
-// calls, 4 alternating processes: row 4 (LSTM T25 N1 H512) a team of 2 6.08 ms, one thread
-// 3.67; row 2 (one step) 0.330 against 0.135.
-constexpr long long kTeamWindowUs = 200'000;
-constexpr long long kTeamLostUs = 20'000;
-constexpr long long kTeamRestUs = 500'000;
 // A worker with no job watches for the next one this long before it sleeps, so the parallel
 // sections of one call, and of calls made back to back, start at once. A wake-up from sleep
 // is what a parallel call loses below the thresholds above (medians 0.1-0.2 ms slower than

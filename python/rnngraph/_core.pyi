@@ -165,12 +165,6 @@ def _host_pool_stalls() -> tuple[int, int]:
 def _set_host_pool_fall_back(on: bool) -> None:
     """For measurements: whether a stalling adopted pool rests (the default: True)."""
 
-def _team_cap() -> tuple[int, int, int]:
-    """For measurements: (stalled jobs, halvings so far, halvings in force) of the team cap of rnngraph's own workers."""
-
-def _set_team_cap(on: bool) -> None:
-    """For measurements: whether jobs whose members keep being descheduled get fewer threads (the default: True)."""
-
 # For tests and measurements.
 def _force_paths(*, product: str = "auto", tile: str = "auto", split: str = "auto") -> None:
     """Force the step product (auto, packed, dot, blas, small), the panel tile (auto, few,

@@ -13,8 +13,6 @@ from rnngraph._core import _profile as _profile
 from rnngraph._core import _reset_profile as _reset_profile
 from rnngraph._core import _set_host_pool_fall_back as _set_host_pool_fall_back
 from rnngraph._core import _set_parallel_threshold as _set_parallel_threshold
-from rnngraph._core import _set_team_cap as _set_team_cap
-from rnngraph._core import _team_cap as _team_cap
 from rnngraph._core import _use_host_openmp as _use_host_openmp
 from rnngraph._core import adam_update as adam_update
 from rnngraph._core import blas_info as blas_info

@@ -155,17 +155,6 @@ void bind_config(py::module_& m) {
         "OpenMP pool.");
   m.def("_set_host_pool_fall_back", &set_host_pool_fall_back, py::arg("on"),
         "For measurements: whether a stalling adopted pool rests (the default: True).");
-  m.def(
-      "_team_cap",
-      [] {
-        const TeamCap c = team_cap();
-        return py::make_tuple(c.stalled_jobs, c.halvings, c.halved);
-      },
-      "For measurements: (stalled jobs, halvings so far, halvings in force) of the team cap of "
-      "rnngraph's own workers.");
-  m.def("_set_team_cap", &set_team_cap, py::arg("on"),
-        "For measurements: whether jobs whose members keep being descheduled get fewer threads "
-        "(the default: True).");
   bind_paths(m);
   m.def("release_kept_memory", &release_kept_memory,
         "Return the memory kept between calls to the system now (done by itself when idle).");

@@ -43,15 +43,5 @@ std::string host_openmp();
 // rnngraph's own workers (tuning::kHostPoolStallUs); and turning those rests off or on.
 std::pair<long long, long long> host_pool_stalls();
 void set_host_pool_fall_back(bool on);
-// For measurements: the team cap of rnngraph's own workers (jobs get fewer threads while their
-// members keep being descheduled; runtime/team_cap.hpp), and turning it off or on (on by
-// default; off also gives back the halvings in force).
-struct TeamCap {
-  long long stalled_jobs = 0;  // jobs whose caller waited for a descheduled member
-  long long halvings = 0;      // times the cap halved the team
-  int halved = 0;              // halvings in force now
-};
-TeamCap team_cap();
-void set_team_cap(bool on);
 
 }  // namespace rnngraph

@@ -121,22 +121,11 @@ std::string host_openmp() {
 
 namespace runtime {
 
-namespace {
-// The adopted pool, when a job would run on it now: adopted in this process, not resting.
-const HostPool* usable_pool(long long now) {
-  const HostPool* pool = adopted.load(std::memory_order_acquire);
-  if (!pool || pool->pid != getpid()) return nullptr;
-  if (now < pool->resting_until_us.load(std::memory_order_relaxed)) return nullptr;
-  return pool;
-}
-}  // namespace
-
-bool host_openmp_usable() { return usable_pool(now_us()) != nullptr; }
-
 bool run_on_host_openmp(Job& job, int team) {
+  const HostPool* pool = adopted.load(std::memory_order_acquire);
+  if (!pool || pool->pid != getpid()) return false;
   const long long start = now_us();
-  const HostPool* pool = usable_pool(start);
-  if (!pool) return false;
+  if (start < pool->resting_until_us.load(std::memory_order_relaxed)) return false;
   Team members{&job, pool->thread_num};
   pool->parallel(run_member, &members, static_cast<unsigned>(team), 0);
   // The time the region's own start and end took, outside the job.

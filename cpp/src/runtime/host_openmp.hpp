@@ -16,7 +16,5 @@ namespace rnngraph::runtime {
 // running nothing, when no pool is adopted or this process is a fork of the one that adopted
 // it (an OpenMP pool does not survive a fork).
 bool run_on_host_openmp(Job& job, int team);
-// Whether run_on_host_openmp would run a job now (a pool adopted here, not resting).
-bool host_openmp_usable();
 
 }  // namespace rnngraph::runtime

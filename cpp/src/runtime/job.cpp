@@ -5,7 +5,6 @@
 #include <utility>
 
 #include "runtime/host_openmp.hpp"
-#include "runtime/team_cap.hpp"
 #include "runtime/thread_state.hpp"
 #include "runtime/worker_pool.hpp"
 #include "tuning.hpp"
@@ -28,10 +27,6 @@ Job::Job(JobWork work)
   if (work_.phases < 0 || work_.phases >= Index(UINT32_MAX))
     throw std::length_error("parallel job: too many phases");
   open_phase(0);
-}
-
-Job::~Job() {
-  if (report_stalls_) record_team_job(lost_us());
 }
 
 int Job::join(int home) {
@@ -132,13 +127,9 @@ void Job::finish_items(std::uint32_t phase, Index count) {
 void Job::work(int slot) {
   // The caller's floating-point state (denormals flushed); nested parallel sections run here.
   const ThreadState state(float_state_);
-  // How long this member was in the job and on a core, less the waits in which it gave its
-  // core away (lost_us()).
-  const long long wall_start = now_us(), cpu_start = thread_cpu_us();
-  long long gave_up = 0;
   for (;;) {
     const std::uint32_t phase = phase_.load();
-    if (Index(phase) >= work_.phases) break;
+    if (Index(phase) >= work_.phases) return;
     Index first = 0, last = 0;
     while (claim(slot, phase, first, last)) {
       if (!failed_.load(std::memory_order_relaxed)) {
@@ -150,13 +141,9 @@ void Job::work(int slot) {
       }
       finish_items(phase, last - first);
     }
-    phase_.wait_while(phase, tuning::kPhaseSpinUs, tuning::kPhaseYieldUs, &gave_up);
+    phase_.wait_while(phase, tuning::kPhaseSpinUs, tuning::kPhaseYieldUs);
   }
-  const long long wall = now_us() - wall_start - gave_up, cpu = thread_cpu_us() - cpu_start;
-  if (wall > cpu) lost_us_.fetch_add(wall - cpu, std::memory_order_relaxed);
 }
-
-long long Job::lost_us() const { return lost_us_.load(std::memory_order_relaxed); }
 
 void Job::rethrow_first_error() const {
   if (error_) std::rethrow_exception(error_);
@@ -170,18 +157,13 @@ void run_job(JobWork work) {
     }
     return;
   }
-  // On rnngraph's own workers, the team the recent jobs' stalls allow (team_cap.hpp).
-  const bool host = host_openmp_usable();
-  if (!host) work.team = capped_team(work.team);
-  if (work.team <= 1) return run_job(std::move(work));
   const int team = work.team;
   auto job = std::make_shared<Job>(std::move(work));
-  if (host && run_on_host_openmp(*job, team)) {  // inside a host such as PyTorch: its threads
+  if (run_on_host_openmp(*job, team)) {  // inside a host such as PyTorch: its threads
     job->rethrow_first_error();
     return;
   }
   const int helpers = team - 1;
-  job->report_stalls();
   WorkerPool& pool = WorkerPool::instance();
   pool.offer(job, helpers);
   struct Withdraw {  // even if work(0) throws

@@ -36,9 +36,6 @@ struct JobWork {
 class Job {
  public:
   explicit Job(JobWork work);
-  // Reports lost_us() to the team cap (team_cap.hpp) if report_stalls() was called: once
-  // every member has left, all their times added.
-  ~Job();
   Job(const Job&) = delete;
   Job& operator=(const Job&) = delete;
 
@@ -55,12 +52,6 @@ class Job {
   // caller's state that `run` refers to is still alive.
   void work(int slot);
   bool finished() const { return phase_.load() >= work_.phases; }
-  // For a job on rnngraph's own workers: report its lost time when it ends (~Job).
-  void report_stalls() { report_stalls_ = true; }
-  // Microseconds its members spent in it off their cores, not counting the waits in which
-  // they gave their cores away: the time the OS descheduled them for other processes
-  // (team_cap.hpp). Complete once every member has left.
-  long long lost_us() const;
   // The first exception an item threw, rethrown (the job still runs every item's slot to
   // the end, skipping the items' work).
   void rethrow_first_error() const;
@@ -85,8 +76,6 @@ class Job {
   alignas(64) std::atomic<Index> remaining_{0};  // unfinished items of the current phase
   alignas(64) std::atomic<int> joined_{1};       // slots reserved, the caller's included
   std::atomic<bool> failed_{false};
-  std::atomic<long long> lost_us_{0};  // the members' (work)
-  bool report_stalls_ = false;
   unsigned float_state_;  // the caller's (thread_state.hpp), for every thread of the job
   std::mutex error_mutex_;
   std::exception_ptr error_;

@@ -2,7 +2,6 @@
 
 #include <chrono>
 #include <climits>
-#include <ctime>
 #include <sched.h>
 #include <thread>
 
@@ -56,25 +55,11 @@ long long now_us() {
       .count();
 }
 
-long long thread_cpu_us() {
-  timespec t{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return static_cast<long long>(t.tv_sec) * 1000000 + t.tv_nsec / 1000;
-}
-
-std::uint32_t WaitWord::wait_while(std::uint32_t seen, long spin_us, long yield_us,
-                                   long long* gave_up) const {
+std::uint32_t WaitWord::wait_while(std::uint32_t seen, long spin_us, long yield_us) const {
   std::uint32_t now = seen;
   auto changed = [&] { return (now = load()) != seen; };
   if (spin_until(changed, spin_us)) return now;
   const long long start = now_us();
-  struct Count {  // the time past the spin, however the wait ends
-    long long start;
-    long long* total;
-    ~Count() {
-      if (total) *total += now_us() - start;
-    }
-  } count{start, gave_up};
   while (now_us() - start < yield_us) {
     if (changed()) return now;
     sched_yield();

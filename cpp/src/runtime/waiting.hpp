@@ -16,10 +16,8 @@ class WaitWord {
   // Sets the word and wakes every thread sleeping on it.
   void store_and_wake(std::uint32_t value);
   // Returns once the word differs from `seen` (at once if it does already): spins for
-  // `spin_us` microseconds, yields for `yield_us` more, then sleeps. Returns the new value;
-  // adds the microseconds it spent past the spin (yielding, sleeping) to *gave_up if given.
-  std::uint32_t wait_while(std::uint32_t seen, long spin_us, long yield_us,
-                           long long* gave_up = nullptr) const;
+  // `spin_us` microseconds, yields for `yield_us` more, then sleeps. Returns the new value.
+  std::uint32_t wait_while(std::uint32_t seen, long spin_us, long yield_us) const;
 
  private:
   std::atomic<std::uint32_t> value_;
@@ -35,8 +33,6 @@ bool spin_until(Done&& done, long spin_us);
 
 // Microseconds on a steady clock.
 long long now_us();
-// Microseconds this thread has spent on a core (CLOCK_THREAD_CPUTIME_ID).
-long long thread_cpu_us();
 
 template <class Done>
 bool spin_until(Done&& done, long spin_us) {
