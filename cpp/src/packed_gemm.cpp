@@ -35,16 +35,18 @@ TilePath tile_for(Index m) {
   return m <= kSomeRows ? TilePath::some : TilePath::many;
 }
 
-// Vectors per panel for blocks of `cols` columns: the fewest padding columns, then the widest.
+// Vectors per panel for blocks of `cols` columns: the widest panel whose padding adds at most
+// a kPanelPaddingShare-th to the block's vectors (tuning.hpp), which leaves one-vector
+// panels to blocks of one, three, five or seven vectors.
 template <class S>
 Index panel_vectors(Index cols) {
   constexpr Index L = Vec<S>::lanes;
   const Index vectors = (cols + L - 1) / L;
-  Index best = kPanelVectors;
-  for (Index nv = kPanelVectors - 1; nv >= 1; --nv) {
-    if ((vectors + nv - 1) / nv * nv < (vectors + best - 1) / best * best) best = nv;
+  for (Index nv = kPanelVectors; nv > 1; --nv) {
+    const Index padding = (vectors + nv - 1) / nv * nv - vectors;
+    if (padding * tuning::kPanelPaddingShare <= vectors) return nv;
   }
-  return best;
+  return 1;
 }
 
 // Where a tile reads A[r, p]: rows of the caller's A (a[r·lda + p]), or a block that
