@@ -35,16 +35,18 @@ TilePath tile_for(Index m) {
   return m <= kSomeRows ? TilePath::some : TilePath::many;
 }
 
-// Vectors per panel for blocks of `cols` columns: the widest panel whose padding adds at most
-// a kPanelPaddingShare-th to the block's vectors (tuning.hpp), which leaves one-vector
-// panels to blocks of one, three, five or seven vectors.
+// Vectors per panel for blocks of `cols` columns (tuning.hpp, kPanelPaddingShare): with 16
+// vector registers, the widest panel whose padding adds at most a kPanelPaddingShare-th to
+// the block's vectors (one-vector panels for blocks of one, three, five or seven vectors);
+// with 32, where the one-vector tile holds 16 rows, the widest panel without padding.
 template <class S>
 Index panel_vectors(Index cols) {
   constexpr Index L = Vec<S>::lanes;
   const Index vectors = (cols + L - 1) / L;
   for (Index nv = kPanelVectors; nv > 1; --nv) {
     const Index padding = (vectors + nv - 1) / nv * nv - vectors;
-    if (padding * tuning::kPanelPaddingShare <= vectors) return nv;
+    if (padding == 0 || (!simd::kWide && padding * tuning::kPanelPaddingShare <= vectors))
+      return nv;
   }
   return 1;
 }

@@ -158,16 +158,24 @@ constexpr int kFewRows = 2;
 // microbenchmark (in a whole LSTM call, H = 512: 1.10-1.15x for 4 and 6 rows); from 8 rows
 // on the many-row tile is as fast or faster (8 rows: 1.04x; 12 and 16: within 1 %).
 constexpr int kSomeRowsWide = 6;
-// Panels are two vectors wide unless that pads a block of columns (a gate) by more than
-// 1/kPanelPaddingShare of its vectors; then one vector wide (packed_gemm.cpp, panel_vectors).
-// The two-vector tile does twice the multiply-adds per load of B. 2-core AMD Zen 3 (AVX2),
-// one thread, the step product Q[m, 4H] = A[m, H]·R^T, GFLOP/s one-vector / two-vector panels
-// (two runs each, same padded width): H = 500 m = 64 82.4 / 92.0, m = 16 51-73 / 70-95,
-// m = 4 45-48 / 68-80, m = 1-2 22-27 / 29-30; H = 1000 m = 16 74 / 95-96, m = 64 82-84 / 92-95;
-// H = 120 (15 vectors) m = 16 60-66 / 77-79; H = 40 (5 vectors, a fifth padded) m = 16 35-51 /
-// 63-64, m = 64 43-61 / 45-64; H = 24 (3 vectors, a third padded) m = 64 59-61 / 47;
-// H = 8 (one vector) 36 / 13. (Before, the panel with the fewest padding columns won: H = 500
-// and 1000 in float32 on AVX2, and 500 in float64 on AVX-512, took one-vector panels.)
+// With AVX2 (16 vector registers), panels are two vectors wide unless that pads a block of
+// columns (a gate) by more than 1/kPanelPaddingShare of its vectors; then one vector wide
+// (packed_gemm.cpp, panel_vectors). The two-vector tile (6 rows) does twice the multiply-adds
+// per load of B of the one-vector tile (12 rows). 2-core AMD Zen 3, one thread, the step
+// product Q[m, 4H] = A[m, H]·R^T, GFLOP/s one-vector / two-vector panels (two runs each, same
+// padded width): H = 500 m = 64 82.4 / 92.0, m = 16 51-73 / 70-95, m = 4 45-48 / 68-80,
+// m = 1-2 22-27 / 29-30; H = 1000 m = 16 74 / 95-96, m = 64 82-84 / 92-95; H = 120 (15
+// vectors) m = 16 60-66 / 77-79; H = 40 (5 vectors, a fifth padded) m = 16 35-51 / 63-64,
+// m = 64 43-61 / 45-64; H = 24 (3 vectors, a third padded) m = 64 59-61 / 47; H = 8 (one
+// vector) 36 / 13. (Before, the panel with the fewest padding columns won: H = 500 and 1000
+// in float32 took one-vector panels.)
+// With AVX-512 the one-vector tile holds 16 rows against the two-vector tile's 12, and
+// one-vector panels stay the choice wherever two would pad at all. 16-core Xeon, one thread,
+// same product, GFLOP/s one / two vectors (two runs): float32 H = 144 (9 vectors) m = 16 99 /
+// 80-81, m = 64 85-88 / 79-83; H = 240 (15) m = 16 103-107 / 89-92, m = 64 96-100 / 95-98;
+// H = 112 (7) m = 16 93-101 / 75-78; H = 1008 (63) m = 16 94-100 / 93-94, m = 64 92-123 /
+// 95-145; float64 H = 500 (63) m = 64 40-41 / 48, m = 16 39-40 / 39-42; H = 72 (9) m = 16
+// 38-43 / 34-36 (results/machine16-panel-widths-2026-11-24.txt).
 constexpr Index kPanelPaddingShare = 8;
 // A product over at least this many panels first copies A's rows into the tile's layout
 // (packed_gemm.cpp, pack_rows: the broadcasts then read one stream at constant offsets); a
