@@ -12,7 +12,8 @@ from toolkit.spec import output_names
 
 LEVELS = _native.supported_levels()
 # T, N, I, H. H = 150: two-vector panels whose last one is part padding (19 vectors with AVX2,
-# 10 with AVX-512); H = 37 and 20: one-vector panels (tuning.hpp, kPanelPaddingShare).
+# 10 with AVX-512); H = 37: one-vector panels, and H = 20 with AVX2 (tuning.hpp,
+# kPanelPaddingShare).
 SIZES = [(5, 1, 3, 4), (6, 13, 40, 37), (4, 70, 24, 20), (3, 16, 16, 150)]
 
 
