@@ -110,6 +110,22 @@ void panel_block(Index kc, const S* a, RowsOfA<MR, Packed> rows, const S* const*
   }
 }
 
+// The m rows of A in tiles of at most MR rows. With AVX2 as even as they go: 32 rows with
+// MR = 6 as 6, 6, 5, 5, 5, 5 rather than 6, 6, 6, 6, 6, 2, whose last tile of two rows has too
+// few accumulators to hide the FMA latency while it streams the panel as a full tile does
+// (2-core Zen 3, one thread, H = 512, product alone, GFLOP/s previous / even tiles, best of
+// 6 alternating: m = 20 88.9 / 96.0, m = 32 91.7 / 96.2, m = 44 93.0 / 96.3; m = 16 and 64
+// equal). With AVX-512 (MR = 12 or 16) full tiles first, then the rest: even tiles measured
+// no faster there (16-core Xeon, same product, m = 16-64 within the runs' spread) and whole
+// rows at 16 threads 0-7 % slower (row 12: 16.6-17.2 against 15.1-16.2 ms;
+// results/machine16-even-tiles-ab-2026-11-24.txt). Tile t covers [start(t), start(t + 1)).
+struct RowTiles {
+  Index m, tiles, max_rows;
+  RowTiles(Index rows, int most) : m(rows), tiles((rows + most - 1) / most), max_rows(most) {}
+  Index start(Index t) const { return simd::kWide ? std::min(m, t * max_rows) : m * t / tiles; }
+  Index rows(Index t) const { return start(t + 1) - start(t); }
+};
+
 // A's rows in blocks of MR, each block p-major (block[p·mr + r]), so a tile's broadcasts
 // read one contiguous stream: rows of A a power-of-two apart (H = 512, 1024) would
 // otherwise fall into the same L1 set and evict each other. The copy lives in a per-thread
@@ -118,8 +134,9 @@ template <class S, int MR>
 const S* pack_rows(Index m, Index kc, const S* a, Index lda) {
   thread_local std::vector<S, AlignedAllocator<S>> buffer;
   if (buffer.size() < static_cast<size_t>(m * kc)) buffer.resize(static_cast<size_t>(m * kc));
-  for (Index i0 = 0; i0 < m; i0 += MR) {
-    const Index mr = std::min<Index>(MR, m - i0);
+  const RowTiles tiles(m, MR);
+  for (Index t = 0; t < tiles.tiles; ++t) {
+    const Index i0 = tiles.start(t), mr = tiles.rows(t);
     S* __restrict dst = buffer.data() + i0 * kc;
     for (Index r = 0; r < mr; ++r) {
       const S* __restrict src = a + (i0 + r) * lda;
@@ -146,8 +163,10 @@ Index panel_sweep(Index m, Index k0, Index kc, const S* a, Index lda, bool packe
       cols[q] = b.columns(i + q);
       offset[q] = b.first_column(i + q) - c0;
     }
-    for (Index i0 = 0; i0 < m; i0 += MR) {
-      with_rows<MR>(std::min<Index>(MR, m - i0), [&](auto mr) {
+    const RowTiles tiles(m, MR);
+    for (Index t = 0; t < tiles.tiles; ++t) {
+      const Index i0 = tiles.start(t);
+      with_rows<MR>(tiles.rows(t), [&](auto mr) {
         constexpr int R = decltype(mr)::value;
         const S* ahead =
             NP == 1 && i0 == 0 && i + 1 < last ? b.panel(i + 1) + k0 * b.width : nullptr;
