@@ -1,10 +1,19 @@
-"""The PyTorch adapter's cost over rnngraph.Graph, measured in one process: the Graph's
-training step (ours.make_step) and the adapter's (adapter.row_step) alternate, so a slow
-spell of the machine falls on both, and the median of the paired differences is the cost.
+"""The PyTorch adapter's training step against a baseline, measured in one process: the
+baseline's step and the adapter's (adapter.row_step) alternate, so a slow spell of the
+machine falls on both, and the median of the paired differences is the adapter's cost.
 It complements bench_torch_adapter.py, whose processes each run one library (there the
-process-to-process spread is a few percent of a step).
+process-to-process spread is a few percent of a step, and on a noisy machine far more).
+
+Baselines:
+- ``graph`` (default): the same computation through rnngraph.Graph (ours.make_step): the
+  adapter's own cost.
+- ``torch``: the row's torch.nn module (peers.torch_step), the model the adapter replaces.
+  Both run on torch's OpenMP threads (rnngraph.torch's default pool), so no second thread
+  pool spins beside the one measured: this is a training loop that swaps nn.LSTM for
+  rnngraph.torch.LSTM.
 
     python3 benchmarks/adapter_overhead.py --rows 7 8 --threads 1 2 [--reps 40]
+    python3 benchmarks/adapter_overhead.py --baseline torch --rows 10 11 --threads 2
 """
 
 from __future__ import annotations
@@ -12,13 +21,20 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from collections.abc import Callable
 
-from rows import BY_ID
+from rows import BY_ID, Row
 
 
-def paired(row_id: int, threads: int, reps: int) -> dict:
-    import adapter
+def baseline_step(name: str, row: Row) -> Callable:
     import ours
+    import peers
+
+    return ours.make_step(row) if name == "graph" else peers.torch_step(row)
+
+
+def paired(row_id: int, threads: int, reps: int, baseline: str = "graph") -> dict:
+    import adapter
     import torch
 
     import rnngraph as rg
@@ -26,20 +42,20 @@ def paired(row_id: int, threads: int, reps: int) -> dict:
     torch.set_num_threads(threads)
     rg.set_num_threads(threads)
     row = BY_ID[row_id]
-    graph_step, adapter_step = ours.make_step(row), adapter.row_step(row)
+    steps = {"baseline": baseline_step(baseline, row), "adapter": adapter.row_step(row)}
     for _ in range(3):
-        graph_step()
-        adapter_step()
-    times: dict[str, list[float]] = {"graph": [], "adapter": []}
+        for step in steps.values():
+            step()
+    times: dict[str, list[float]] = {name: [] for name in steps}
     for _ in range(reps):
-        for name, step in (("graph", graph_step), ("adapter", adapter_step)):
+        for name, step in steps.items():
             start = time.perf_counter()
             step()
             times[name].append(time.perf_counter() - start)
-    graph, ours_ms = (statistics.median(times[k]) * 1e3 for k in ("graph", "adapter"))
-    cost = statistics.median(a - g for g, a in zip(times["graph"], times["adapter"])) * 1e3
-    return {"row": row_id, "threads": threads, "graph_ms": graph, "adapter_ms": ours_ms,
-            "paired_cost_ms": cost, "cost_share": cost / graph}
+    base, ours_ms = (statistics.median(times[k]) * 1e3 for k in ("baseline", "adapter"))
+    cost = statistics.median(a - b for b, a in zip(times["baseline"], times["adapter"])) * 1e3
+    return {"row": row_id, "threads": threads, "baseline": baseline, "baseline_ms": base,
+            "adapter_ms": ours_ms, "paired_cost_ms": cost, "cost_share": cost / base}
 
 
 def main() -> None:
@@ -47,14 +63,18 @@ def main() -> None:
     parser.add_argument("--rows", type=int, nargs="+", default=[7, 8])
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--reps", type=int, default=40)
+    parser.add_argument("--baseline", choices=("graph", "torch"), default="graph")
     args = parser.parse_args()
-    print("| row | threads | Graph ms | adapter ms | paired cost ms | cost / Graph |")
-    print("|---|---|---|---|---|---|")
+    label = {"graph": "Graph", "torch": "torch.nn"}[args.baseline]
+    ratio = "" if args.baseline == "graph" else " torch.nn / adapter |"
+    print(f"| row | threads | {label} ms | adapter ms | paired cost ms | cost / {label} |{ratio}")
+    print("|---|---|---|---|---|---|" + ("---|" if ratio else ""))
     for row in args.rows:
         for threads in args.threads:
-            r = paired(row, threads, args.reps)
-            print(f"| {row} | {threads} | {r['graph_ms']:.2f} | {r['adapter_ms']:.2f} | "
-                  f"{r['paired_cost_ms']:.3f} | {r['cost_share']:+.1%} |", flush=True)
+            r = paired(row, threads, args.reps, args.baseline)
+            speed = (f" {r['baseline_ms'] / r['adapter_ms']:.2f}× |" if ratio else "")
+            print(f"| {row} | {threads} | {r['baseline_ms']:.2f} | {r['adapter_ms']:.2f} | "
+                  f"{r['paired_cost_ms']:.3f} | {r['cost_share']:+.1%} |{speed}", flush=True)
 
 
 if __name__ == "__main__":

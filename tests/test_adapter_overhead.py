@@ -1,0 +1,30 @@
+"""benchmarks/adapter_overhead.py: the adapter's paired cost in one process, against the Graph
+and against torch.nn (one small row, one rep: the figures are timings, so only their form and
+the pairing are checked)."""
+
+import math
+import sys
+from pathlib import Path
+
+import pytest
+import torch  # noqa: F401  (the test extra installs it; no skip)
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+
+import adapter_overhead
+
+
+@pytest.mark.parametrize("baseline", ["graph", "torch"])
+def test_paired_cost_against_each_baseline(baseline):
+    r = adapter_overhead.paired(8, 1, reps=2, baseline=baseline)
+    assert r["baseline"] == baseline and r["row"] == 8 and r["threads"] == 1
+    assert r["baseline_ms"] > 0 and r["adapter_ms"] > 0
+    assert math.isfinite(r["paired_cost_ms"])
+    assert r["cost_share"] == pytest.approx(r["paired_cost_ms"] / r["baseline_ms"])
+
+
+def test_baseline_steps_are_the_graph_and_torch_nn():
+    row = adapter_overhead.BY_ID[8]
+    graph = adapter_overhead.baseline_step("graph", row)
+    torch_nn = adapter_overhead.baseline_step("torch", row)
+    assert graph.__module__ == "ours" and torch_nn.__module__ == "peers"
