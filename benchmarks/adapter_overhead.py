@@ -14,6 +14,11 @@ Baselines:
 
     python3 benchmarks/adapter_overhead.py --rows 7 8 --threads 1 2 [--reps 40]
     python3 benchmarks/adapter_overhead.py --baseline torch --rows 10 11 --threads 2
+    python3 benchmarks/adapter_overhead.py --baseline torch --rows --model --threads 1 2
+
+``--model`` pairs adapter.model_step's language-model training step (embedding, LSTM, linear
+head, cross-entropy, SGD) with rnngraph.torch.LSTM against the same model with nn.LSTM
+(``--baseline torch`` only; row "LM" in the table).
 """
 
 from __future__ import annotations
@@ -33,16 +38,27 @@ def baseline_step(name: str, row: Row) -> Callable:
     return ours.make_step(row) if name == "graph" else peers.torch_step(row)
 
 
-def paired(row_id: int, threads: int, reps: int, baseline: str = "graph") -> dict:
+def paired_steps(row_id: int | str, baseline: str) -> dict[str, Callable]:
+    """The baseline's and the adapter's step for a BENCHMARKS.md row, or for "LM" (the
+    language model of adapter.model_step, against the same model with nn.LSTM)."""
     import adapter
+
+    if row_id == "LM":
+        if baseline != "torch":
+            raise ValueError("the language-model step is paired with torch.nn only")
+        return {"baseline": adapter.model_step("torch"), "adapter": adapter.model_step("rnngraph")}
+    row = BY_ID[row_id]
+    return {"baseline": baseline_step(baseline, row), "adapter": adapter.row_step(row)}
+
+
+def paired(row_id: int | str, threads: int, reps: int, baseline: str = "graph") -> dict:
     import torch
 
     import rnngraph as rg
 
     torch.set_num_threads(threads)
     rg.set_num_threads(threads)
-    row = BY_ID[row_id]
-    steps = {"baseline": baseline_step(baseline, row), "adapter": adapter.row_step(row)}
+    steps = paired_steps(row_id, baseline)
     for _ in range(3):
         for step in steps.values():
             step()
@@ -60,16 +76,21 @@ def paired(row_id: int, threads: int, reps: int, baseline: str = "graph") -> dic
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rows", type=int, nargs="+", default=[7, 8])
+    parser.add_argument("--rows", type=int, nargs="*", default=[7, 8],
+                        help="BENCHMARKS.md rows (none: only --model)")
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--reps", type=int, default=40)
     parser.add_argument("--baseline", choices=("graph", "torch"), default="graph")
+    parser.add_argument("--model", action="store_true",
+                        help="also the language-model step (with --baseline torch)")
     args = parser.parse_args()
+    if args.model and args.baseline != "torch":
+        parser.error("--model needs --baseline torch")
     label = {"graph": "Graph", "torch": "torch.nn"}[args.baseline]
     ratio = "" if args.baseline == "graph" else " torch.nn / adapter |"
     print(f"| row | threads | {label} ms | adapter ms | paired cost ms | cost / {label} |{ratio}")
     print("|---|---|---|---|---|---|" + ("---|" if ratio else ""))
-    for row in args.rows:
+    for row in [*args.rows, *(["LM"] if args.model else [])]:
         for threads in args.threads:
             r = paired(row, threads, args.reps, args.baseline)
             speed = (f" {r['baseline_ms'] / r['adapter_ms']:.2f}× |" if ratio else "")

@@ -28,3 +28,10 @@ def test_baseline_steps_are_the_graph_and_torch_nn():
     graph = adapter_overhead.baseline_step("graph", row)
     torch_nn = adapter_overhead.baseline_step("torch", row)
     assert graph.__module__ == "ours" and torch_nn.__module__ == "peers"
+
+
+def test_language_model_step_pairs_with_torch_nn_only():
+    r = adapter_overhead.paired("LM", 1, reps=1, baseline="torch")
+    assert r["row"] == "LM" and r["baseline_ms"] > 0 and r["adapter_ms"] > 0
+    with pytest.raises(ValueError, match="torch.nn only"):
+        adapter_overhead.paired_steps("LM", "graph")
