@@ -28,27 +28,26 @@ import statistics
 import time
 from collections.abc import Callable
 
-from rows import BY_ID, Row
+from rows import BY_ID
+
+# --baseline -> (the library whose step inprocess.library_step builds, the tables' label)
+BASELINES = {"graph": ("rnngraph", "Graph"), "torch": ("torch", "torch.nn")}
 
 
-def baseline_step(name: str, row: Row) -> Callable:
-    import ours
-    import peers
-
-    return ours.make_step(row) if name == "graph" else peers.torch_step(row)
-
-
-def paired_steps(row_id: int | str, baseline: str) -> dict[str, Callable]:
+def paired_steps(row_id: int | str, baseline: str, threads: int = 1) -> dict[str, Callable]:
     """The baseline's and the adapter's step for a BENCHMARKS.md row, or for "LM" (the
     language model of adapter.model_step, against the same model with nn.LSTM)."""
     import adapter
+    import inprocess
 
     if row_id == "LM":
         if baseline != "torch":
             raise ValueError("the language-model step is paired with torch.nn only")
         return {"baseline": adapter.model_step("torch"), "adapter": adapter.model_step("rnngraph")}
     row = BY_ID[row_id]
-    return {"baseline": baseline_step(baseline, row), "adapter": adapter.row_step(row)}
+    library = BASELINES[baseline][0]
+    return {"baseline": inprocess.library_step(library, row, threads),
+            "adapter": adapter.row_step(row)}
 
 
 def paired(row_id: int | str, threads: int, reps: int, baseline: str = "graph") -> dict:
@@ -58,7 +57,7 @@ def paired(row_id: int | str, threads: int, reps: int, baseline: str = "graph") 
 
     torch.set_num_threads(threads)
     rg.set_num_threads(threads)
-    steps = paired_steps(row_id, baseline)
+    steps = paired_steps(row_id, baseline, threads)
     for _ in range(3):
         for step in steps.values():
             step()
@@ -80,22 +79,22 @@ def main() -> None:
                         help="BENCHMARKS.md rows (none: only --model)")
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--reps", type=int, default=40)
-    parser.add_argument("--baseline", choices=("graph", "torch"), default="graph")
+    parser.add_argument("--baseline", choices=tuple(BASELINES), default="graph")
     parser.add_argument("--model", action="store_true",
                         help="also the language-model step (with --baseline torch)")
     args = parser.parse_args()
     if args.model and args.baseline != "torch":
         parser.error("--model needs --baseline torch")
-    label = {"graph": "Graph", "torch": "torch.nn"}[args.baseline]
-    ratio = "" if args.baseline == "graph" else " torch.nn / adapter |"
-    print(f"| row | threads | {label} ms | adapter ms | paired cost ms | cost / {label} |{ratio}")
-    print("|---|---|---|---|---|---|" + ("---|" if ratio else ""))
+    label = BASELINES[args.baseline][1]
+    print(f"| row | threads | {label} ms | adapter ms | paired cost ms | cost / {label} | "
+          f"{label} / adapter |")
+    print("|---|---|---|---|---|---|---|")
     for row in [*args.rows, *(["LM"] if args.model else [])]:
         for threads in args.threads:
             r = paired(row, threads, args.reps, args.baseline)
-            speed = (f" {r['baseline_ms'] / r['adapter_ms']:.2f}× |" if ratio else "")
             print(f"| {row} | {threads} | {r['baseline_ms']:.2f} | {r['adapter_ms']:.2f} | "
-                  f"{r['paired_cost_ms']:.3f} | {r['cost_share']:+.1%} |{speed}", flush=True)
+                  f"{r['paired_cost_ms']:.3f} | {r['cost_share']:+.1%} | "
+                  f"{r['baseline_ms'] / r['adapter_ms']:.2f}× |", flush=True)
 
 
 if __name__ == "__main__":

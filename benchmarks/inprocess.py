@@ -23,7 +23,9 @@ from timing import measure_interleaved
 CHECK = functools.partial(settle.settle, wait=True)
 
 
-def _step(library: str, row: Row, threads: int) -> Callable | None:
+def library_step(library: str, row: Row, threads: int) -> Callable | None:
+    """``library``'s training or inference step for ``row`` ("rnngraph", "torch" or
+    "onnxruntime"), built in this process; None where the library has no such step."""
     import ours
     import peers
 
@@ -41,7 +43,7 @@ def measure_row(libraries: list[str], row: Row, threads: int, timing: dict) -> d
     try:
         for library in libraries:
             try:
-                step = _step(library, row, threads)
+                step = library_step(library, row, threads)
             except Exception as error:  # noqa: BLE001 (a failing library must not end the run)
                 entries[library] = {"error": f"{type(error).__name__}: {error}"}
                 continue

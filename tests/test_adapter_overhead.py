@@ -24,9 +24,8 @@ def test_paired_cost_against_each_baseline(baseline):
 
 
 def test_baseline_steps_are_the_graph_and_torch_nn():
-    row = adapter_overhead.BY_ID[8]
-    graph = adapter_overhead.baseline_step("graph", row)
-    torch_nn = adapter_overhead.baseline_step("torch", row)
+    graph = adapter_overhead.paired_steps(8, "graph")["baseline"]
+    torch_nn = adapter_overhead.paired_steps(8, "torch")["baseline"]
     assert graph.__module__ == "ours" and torch_nn.__module__ == "peers"
 
 
