@@ -12,7 +12,7 @@ from toolkit import Case, blas_threads, draw_inputs, forward, gradients, signals
 
 THREAD_COUNTS = (1, 2, 3, 4, 7, 16)
 # cell, case text, N, I, H, T: every split path (serial, row chunks, directions on their
-# own threads, a team sharing each step) and every cut of a product (gemm.cpp), in both
+# own threads, a team sharing each step) and every cut of a product (gemm_parallel.cpp), in both
 # dtypes, every input given
 SHAPES = [
     ("LSTM", "fwd", 32, 96, 64, 7),  # row chunks
@@ -79,7 +79,7 @@ def test_the_callers_rounding_mode_applies_to_every_thread(rng):
     assert not np.array_equal(results[1], nearest), "rounding upward changed nothing"
 
 
-# m, n, k of products the BLAS computes in blocks (gemm.cpp): blocks one thread claims
+# m, n, k of products the BLAS computes in blocks (gemm_parallel.cpp): blocks one thread claims
 # together run as one call, so 1 thread sums each element in a rectangle as large as the
 # whole product and 16 threads in single blocks. Odd sides leave uneven blocks; a deep k is
 # cut into parts (split-k), a thin C into 128-wide blocks.

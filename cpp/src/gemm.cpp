@@ -29,12 +29,9 @@
 #endif
 
 namespace rnngraph {
-namespace {
-
-CBLAS_TRANSPOSE cblas_trans(Trans t) { return t == Trans::yes ? CblasTrans : CblasNoTrans; }
 
 template <class S>
-bool degenerate(Index m, Index n, Index k, S beta, S* c, Index ldc) {
+bool empty_product(Index m, Index n, Index k, S beta, S* c, Index ldc) {
   if (m == 0 || n == 0) return true;
   if (k > 0) return false;
   for (Index i = 0; i < m; ++i) {
@@ -44,6 +41,10 @@ bool degenerate(Index m, Index n, Index k, S beta, S* c, Index ldc) {
   }
   return true;
 }
+
+namespace {
+
+CBLAS_TRANSPOSE cblas_trans(Trans t) { return t == Trans::yes ? CblasTrans : CblasNoTrans; }
 
 // The small kernel (tuning::kSmallGemm): it accumulates every C element over k in order,
 // whatever the buffers' alignment, so results are reproducible bit for bit from call to call.
@@ -218,154 +219,10 @@ ProductPath gemm_kernel(Trans ta, Trans tb, Index m, Index n, Index k, bool unit
   return m * n * k <= tuning::kSmallGemm ? ProductPath::small : ProductPath::blas;
 }
 
-namespace {
-
-// How a large product is cut into tasks: a grid of row_blocks × column_blocks blocks of C,
-// each summed over `parts` slices of k. It depends on the shape alone (tuning.hpp, kGemm*):
-// each element of C is then summed the same way however many threads share the product.
-struct ProductCut {
-  Index row_blocks = 1, column_blocks = 1, parts = 1;
-  Index blocks() const { return row_blocks * column_blocks; }
-  // Where block row rb (0 .. row_blocks) of m rows, and block column cb of n, begin.
-  Index row_edge(Index m, Index rb) const { return m * rb / row_blocks; }
-  Index column_edge(Index n, Index cb) const { return n * cb / column_blocks; }
-};
-
-// Where op(A)[r0:, k0:] and op(B)[k0:, c0:] begin: the operands of C's block at (r0, c0)
-// summed from depth k0.
-template <class S>
-std::pair<const S*, const S*> block_operands(Trans ta, Trans tb, const S* a, Index lda, const S* b,
-                                             Index ldb, Index r0, Index c0, Index k0) {
-  return {ta == Trans::no ? a + r0 * lda + k0 : a + k0 * lda + r0,
-          tb == Trans::no ? b + k0 * ldb + c0 : b + c0 * ldb + k0};
-}
-
-// Halves the longer side of the blocks (the other when the longer one cannot) while both
-// halves keep at least `min_side` and the blocks number fewer than `max_blocks`. Every
-// count is a power of two, so 1, 2, 4, 8 and 16 threads get whole shares of the tasks.
-void halve_blocks(ProductCut& cut, Index m, Index n, Index min_side, Index max_blocks) {
-  while (cut.blocks() < max_blocks) {
-    const Index rows = m / cut.row_blocks, cols = n / cut.column_blocks;
-    const bool rows_first = rows >= cols;
-    if ((rows_first ? rows : cols) / 2 >= min_side) {
-      (rows_first ? cut.row_blocks : cut.column_blocks) *= 2;
-    } else if ((rows_first ? cols : rows) / 2 >= min_side) {
-      (rows_first ? cut.column_blocks : cut.row_blocks) *= 2;
-    } else {
-      return;
-    }
-  }
-}
-
-static_assert((tuning::kGemmTasks & (tuning::kGemmTasks - 1)) == 0,
-              "equal shares for 1, 2, 4, ... threads need a power of two");
-
-ProductCut cut_product(Index m, Index n, Index k) {
-  ProductCut cut;
-  if (m * n * k < tuning::parallel_threshold(tuning::ParallelSite::gemm)) return cut;
-  halve_blocks(cut, m, n, tuning::kGemmBlock, tuning::kGemmTasks);
-  // Still too few blocks of C for the threads: the depth k is cut (split-k), which keeps the
-  // blocks' arithmetic intensity, and only then the blocks' sides below kGemmBlock.
-  while (cut.blocks() * cut.parts < tuning::kGemmTasks && k / (2 * cut.parts) >= tuning::kGemmDepth)
-    cut.parts *= 2;
-  halve_blocks(cut, m, n, tuning::kGemmMinBlock, tuning::kGemmTasks / cut.parts);
-  return cut;
-}
-
-// sgemm on OpenBLAS's SkylakeX kernels (SkylakeX, Cooperlake, SapphireRapids: one family of
-// kernels) sums each element of a block as it does in any rectangle holding it: 0 of 55
-// random shapes and cuts differed (m, n 128-1500, k 8-1500, 1-4 x 1-4 blocks, every
-// transpose), with blocks of 2^20 multiply-adds or more, which its small-matrix and direct
-// kernels (products of a few thousand) never take. Its dgemm does not (52 of 55 differed),
-// and other cores were not measured: there the blocks stay separate calls.
-template <class S>
-bool merge_blocks() {
-  if constexpr (!std::is_same_v<S, float>) {
-    return false;
-  } else {
-    static const bool skylake_family = [] {
-      const std::string core = blas_info().core;
-      return core == "SkylakeX" || core == "Cooperlake" || core == "SapphireRapids";
-    }();
-    return skylake_family;
-  }
-}
-
-// The blocks [first, last) of `cut` (row-major over the grid), as few BLAS calls as
-// rectangles of whole blocks cover them: a partial row of blocks, whole rows, a partial row.
-// One call repacks each operand once where per-block calls repack them for every block.
-// Only where each element of C is measured to be the same sum whatever rectangle holds it
-// (merge_blocks): float, on OpenBLAS's SkylakeX-family cores, blocks of kBlasMergeMin
-// multiply-adds or more.
-// (1 thread, 2-core machine, rnngraph's OpenBLAS, GFLOP/s as one call / as 256 x 256 blocks:
-// row 8's projection 182 / 156, its dR 192 / 167, its dx 190 / 172; 2048³ 220 / 193.)
-template <class S>
-void blas_block_runs(const ProductCut& cut, Index first, Index last, Trans ta, Trans tb, Index m,
-                     Index n, Index k, S alpha, const S* a, Index lda, const S* b, Index ldb,
-                     S beta, S* c, Index ldc) {
-  const Index columns = cut.column_blocks;
-  while (first < last) {
-    const Index rb = first / columns, cb = first % columns;
-    Index rb_end = rb + 1, cb_end = std::min(columns, cb + (last - first));
-    if (cb == 0 && last - first >= columns) {
-      rb_end = rb + (last - first) / columns;
-      cb_end = columns;
-    }
-    const Index r0 = cut.row_edge(m, rb), r1 = cut.row_edge(m, rb_end);
-    const Index c0 = cut.column_edge(n, cb), c1 = cut.column_edge(n, cb_end);
-    const auto [ab, bb] = block_operands(ta, tb, a, lda, b, ldb, r0, c0, Index(0));
-    blas_gemm(ta, tb, r1 - r0, c1 - c0, k, alpha, ab, lda, bb, ldb, beta, c + r0 * ldc + c0, ldc);
-    first += (rb_end - rb) * columns - cb - (columns - cb_end);
-  }
-}
-
-}  // namespace
-
-template <class S>
-void gemm(Trans ta, Trans tb, Index m, Index n, Index k, S alpha, const S* a, Index lda, const S* b,
-          Index ldb, S beta, S* c, Index ldc) {
-  if (degenerate(m, n, k, beta, c, ldc)) return;
-  // The kernel is chosen for the whole product, and every block runs it.
-  const ProductPath kernel = gemm_kernel(ta, tb, m, n, k, alpha == S(1));
-  const ProductCut cut = cut_product(m, n, k);
-  const Index block_work = (m / cut.row_blocks) * (n / cut.column_blocks) * k;
-  if (kernel == ProductPath::blas && cut.parts == 1 && block_work >= tuning::kBlasMergeMin &&
-      merge_blocks<S>()) {
-    parallel_runs(cut.blocks(), [&](Index first, Index last) {
-      blas_block_runs(cut, first, last, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-    });
-    return;
-  }
-  // Part 0 of each block goes into C; part j > 0 into a buffer of its own, added to C after
-  // all parts in the order j = 1, 2, ... (a fixed order: the sums do not depend on threads).
-  const Index parts = cut.parts;
-  Buffer<S> partials(static_cast<size_t>((parts - 1) * m * n));
-  parallel_for(cut.blocks() * parts, [&](Index task) {
-    const Index block_index = task / parts, j = task % parts;
-    const Index rb = block_index / cut.column_blocks, cb = block_index % cut.column_blocks;
-    const Index r0 = cut.row_edge(m, rb), r1 = cut.row_edge(m, rb + 1);
-    const Index c0 = cut.column_edge(n, cb), c1 = cut.column_edge(n, cb + 1);
-    const Index k0 = k * j / parts, kc = k * (j + 1) / parts - k0;
-    const auto [ab, bb] = block_operands(ta, tb, a, lda, b, ldb, r0, c0, k0);
-    S* cj = j == 0 ? c : partials.data() + (j - 1) * m * n;
-    const Index ldcj = j == 0 ? ldc : n;
-    gemm_with(kernel, ta, tb, r1 - r0, c1 - c0, kc, alpha, ab, lda, bb, ldb, j == 0 ? beta : S(0),
-              cj + r0 * ldcj + c0, ldcj);
-  });
-  if (parts == 1) return;
-  const Index row_blocks = parallel_blocks(m * n * parts, tuning::ParallelSite::pass, m);
-  parallel_for(row_blocks, [&](Index r) {
-    const Index r0 = m * r / row_blocks, rows = m * (r + 1) / row_blocks - r0;
-    for (Index j = 1; j < parts; ++j)
-      block(c + r0 * ldc, rows, n, ldc) +=
-          cblock(partials.data() + (j - 1) * m * n + r0 * n, rows, n, n);
-  });
-}
-
 template <class S>
 void gemm_with(ProductPath kernel, Trans ta, Trans tb, Index m, Index n, Index k, S alpha,
                const S* a, Index lda, const S* b, Index ldb, S beta, S* c, Index ldc) {
-  if (degenerate(m, n, k, beta, c, ldc)) return;
+  if (empty_product(m, n, k, beta, c, ldc)) return;
   switch (kernel) {
     case ProductPath::dot:
       if (ta == Trans::no && tb == Trans::yes && alpha == S(1)) {
@@ -382,10 +239,8 @@ void gemm_with(ProductPath kernel, Trans ta, Trans tb, Index m, Index n, Index k
   gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-template void gemm<float>(Trans, Trans, Index, Index, Index, float, const float*, Index,
-                          const float*, Index, float, float*, Index);
-template void gemm<double>(Trans, Trans, Index, Index, Index, double, const double*, Index,
-                           const double*, Index, double, double*, Index);
+template bool empty_product<float>(Index, Index, Index, float, float*, Index);
+template bool empty_product<double>(Index, Index, Index, double, double*, Index);
 
 template void gemm_with<float>(ProductPath, Trans, Trans, Index, Index, Index, float, const float*,
                                Index, const float*, Index, float, float*, Index);

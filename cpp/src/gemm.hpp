@@ -1,6 +1,8 @@
 // Row-major GEMM through the linked BLAS: C = alpha * op(A) * op(B) + beta * C.
 #pragma once
 
+#include <vector>
+
 #include "rnngraph/forced_paths.hpp"
 #include "rnngraph/problem.hpp"
 
@@ -13,6 +15,32 @@ enum class Trans { no, yes };
 template <class S>
 void gemm(Trans ta, Trans tb, Index m, Index n, Index k, S alpha, const S* a, Index lda, const S* b,
           Index ldb, S beta, S* c, Index ldc);
+
+// One product C = alpha·op(A)·op(B) + beta·C, as gemm's arguments.
+template <class S>
+struct GemmProduct {
+  Trans ta, tb;
+  Index m, n, k;
+  S alpha;
+  const S* a;
+  Index lda;
+  const S* b;
+  Index ldb;
+  S beta;
+  S* c;
+  Index ldc;
+};
+
+// Independent products (no product's C is another's operand or overlaps another's C) as one
+// parallel job: each is cut and summed exactly as gemm cuts and sums it alone, so each C is
+// bit for bit gemm's, and the threads take tasks of any product, so a thread that falls
+// behind holds up only the group's end. gemm(...) is a group of one.
+template <class S>
+void gemm_group(const std::vector<GemmProduct<S>>& products);
+
+// True when nothing is left to multiply (m or n is 0; or k is 0, and then C = beta·C).
+template <class S>
+bool empty_product(Index m, Index n, Index k, S beta, S* c, Index ldc);
 
 // The kernel gemm runs a product of this shape with (alpha == 1 or not): ProductPath::dot,
 // small or blas. gemm runs every block of a product it cuts among threads with the kernel

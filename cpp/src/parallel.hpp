@@ -30,9 +30,9 @@ inline Index parallel_blocks(Index work, tuning::ParallelSite site, Index extent
 
 // body(first, last) over runs of [0, count) that together cover it once, each run as one
 // thread claimed it: on this thread and up to get_num_threads() - 1 workers when `parallel`,
-// else a single run [0, count) here. For work whose neighbouring items are cheaper done
-// together (gemm.cpp: adjacent blocks of C as one BLAS call). An exception thrown by a body
-// is rethrown here (the remaining runs are skipped).
+// else a single run [0, count) here: for work whose neighbouring items are cheaper done
+// together (parallel_for runs them one by one). An exception thrown by a body is rethrown
+// here (the remaining runs are skipped).
 template <class Body>
 void parallel_runs(Index count, Body&& body, bool parallel = true) {
   const Index threads = parallel && !in_parallel_part() ? get_num_threads() : 1;

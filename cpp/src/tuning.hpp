@@ -116,14 +116,14 @@ constexpr Index kSmallGemm = 32 * 1024;
 // BLAS is 0-27 % faster, 11 µs or less a call.)
 constexpr Index kDotRows = 16;
 constexpr Index kDotMinSize = 1024;
-// A product above the gemm site's threshold is cut into a grid of blocks of C (gemm.cpp,
-// cut_product): a partition that depends on the product's shape alone, never on the thread
-// count, because the BLAS picks its kernels by size (a product cut differently would be
-// summed differently). Each block repacks its slices of both operands. The blocks' sides are
-// halved, the longer first, while they keep at least kGemmBlock, up to kGemmTasks blocks;
-// then k is cut (below); then the sides go down to kGemmMinBlock while there are still fewer
-// than kGemmTasks tasks. Every count is a power of two, so 1, 2, 4, 8 and 16 threads get
-// equal shares. Measured against the earlier cut (rows or columns only, 21 tasks for row
+// A product above the gemm site's threshold is cut into a grid of blocks of C
+// (gemm_parallel.cpp, cut_product): a partition that depends on the product's shape alone,
+// never on the thread count, because the BLAS picks its kernels by size (a product cut
+// differently would be summed differently). Each block repacks its slices of both operands.
+// The blocks' sides are halved, the longer first, while they keep at least kGemmBlock, up
+// to kGemmTasks blocks; then k is cut (below); then the sides go down to kGemmMinBlock while
+// there are still fewer than kGemmTasks tasks. Every count is a power of two, so 1, 2, 4, 8
+// and 16 threads get equal shares. Measured against the earlier cut (rows or columns only, 21 tasks for row
 // 10's weight gradients, so that 16 threads ran a second round of 5):
 //   1 and 2 threads, 2-core machine, rows 7, 8, 10, 12, 13: within the runs' noise (-3 to
 //   +4 %; ab runs of ours.make_step, two rounds). Going below 256 before cutting k cost
@@ -138,7 +138,7 @@ constexpr Index kGemmMinBlock = 128;
 // dx cut into only 2 blocks (machine16-profile-16threads-2026-11-22T2318).
 constexpr Index kGemmTasks = 16;
 constexpr Index kGemmDepth = 256;
-// Adjacent blocks that one thread claims together run as one BLAS call (gemm.cpp,
+// Adjacent blocks that one thread claims together run as one BLAS call (gemm_parallel.cpp,
 // blas_block_runs and merge_blocks; with one thread, the whole product) when each block has
 // at least this many multiply-adds: OpenBLAS's small-matrix and direct kernels, which sum
 // differently, take only products of a few thousand, so a block and the rectangle holding it

@@ -181,23 +181,26 @@ void recurrent_gradients(const Cell& cell, const RNNShape& s, bool reverse,
           split.parallel);
     }
   }
-  // Weight gradients after the loops, one GEMM each over all T·N rows.
+  // Weight gradients after the loops, one GEMM each over all T·N rows, all of them (and
+  // dL/dx) in one parallel job: none reads another's result (gemm_group).
   const profile::Scope weights_timed(profile::Section::weight_gradients);
-  for (int d = 0; d < s.D(); ++d) {
-    auto& state = states[static_cast<size_t>(d)];
-    // dR = Σ_t dQ_tᵀ·hm_t.
-    gemm(Trans::yes, Trans::no, RGH, H, TN, S(1), state.dq_all, DGH, state.views.hm.base, H, S(0),
-         a.recurrentWeightGrad + d * GH * H, H);
-    cell.finish_backward(dirs[static_cast<size_t>(d)], a, state);
+  std::vector<GemmProduct<S>> products;
+  for (int d = 0; d < s.D(); ++d) {  // dR = Σ_t dQ_tᵀ·hm_t
+    const auto& state = states[static_cast<size_t>(d)];
+    products.push_back({Trans::yes, Trans::no, RGH, H, TN, S(1), state.dq_all, DGH,
+                        state.views.hm.base, H, S(0), a.recurrentWeightGrad + d * GH * H, H});
   }
   if (s.has_input_weight) {
-    if (a.inputWeightGrad) {
-      gemm(Trans::yes, Trans::no, DGH, I, TN, S(1), dxp_all, DGH, a.source, I, S(0),
-           a.inputWeightGrad, I);
+    if (a.inputWeightGrad) {  // dW = Σ_t dx'_tᵀ·x_t
+      products.push_back({Trans::yes, Trans::no, DGH, I, TN, S(1), dxp_all, DGH, a.source, I, S(0),
+                          a.inputWeightGrad, I});
     }
-    gemm(Trans::no, Trans::no, TN, I, DGH, S(1), dxp_all, DGH, a.inputWeight, I, S(0), a.sourceGrad,
-         I);
+    products.push_back({Trans::no, Trans::no, TN, I, DGH, S(1), dxp_all, DGH, a.inputWeight, I,
+                        S(0), a.sourceGrad, I});  // dL/dx = dx'·W
   }
+  gemm_group(products);
+  for (int d = 0; d < s.D(); ++d)
+    cell.finish_backward(dirs[static_cast<size_t>(d)], a, states[static_cast<size_t>(d)]);
   if (a.biasGrad) detail::column_sums(dxp_all, TN, DGH, DGH, a.biasGrad);
 }
 
