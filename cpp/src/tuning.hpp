@@ -123,8 +123,8 @@ constexpr Index kDotMinSize = 1024;
 // The blocks' sides are halved, the longer first, while they keep at least kGemmBlock, up
 // to kGemmTasks blocks; then k is cut (below); then the sides go down to kGemmMinBlock while
 // there are still fewer than kGemmTasks tasks. Every count is a power of two, so 1, 2, 4, 8
-// and 16 threads get equal shares. Measured against the earlier cut (rows or columns only, 21 tasks for row
-// 10's weight gradients, so that 16 threads ran a second round of 5):
+// and 16 threads get equal shares. Measured against the earlier cut (rows or columns only,
+// 21 tasks for row 10's weight gradients, so that 16 threads ran a second round of 5):
 //   1 and 2 threads, 2-core machine, rows 7, 8, 10, 12, 13: within the runs' noise (-3 to
 //   +4 %; ab runs of ours.make_step, two rounds). Going below 256 before cutting k cost
 //   4-10 % at 1 thread (row 7's dR in 128 x 128 blocks instead of 256 x 256 x 4 parts).
