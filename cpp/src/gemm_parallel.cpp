@@ -229,8 +229,11 @@ void gemm_group(const std::vector<GemmProduct<S>>& products) {
   auto task_count = [](const PlannedProduct<S>& q) { return q.tasks; };
   auto sum_start = [](const PlannedProduct<S>& q) { return q.first_sum; };
   auto sum_count = [](const PlannedProduct<S>& q) { return q.sum_blocks; };
+  // No more threads than the larger phase has items (a product cut into 4 blocks on 16 threads
+  // wakes 3 workers, as a parallel_for of 4 blocks would).
+  const Index team = parallel ? std::min<Index>(get_num_threads(), std::max(tasks, sums)) : 1;
   parallel_phases(
-      parallel ? get_num_threads() : 1, sums > 0 ? 2 : 1,
+      static_cast<int>(team), sums > 0 ? 2 : 1,
       [&](Index phase) { return phase == 0 ? tasks : sums; },
       [&](Index phase, Index first, Index last, int) {
         if (phase == 0) {
