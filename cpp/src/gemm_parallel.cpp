@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "arrays.hpp"
@@ -116,10 +117,6 @@ void blas_block_runs(const ProductCut& cut, Index first, Index last, Trans ta, T
     first += (rb_end - rb) * columns - cb - (columns - cb_end);
   }
 }
-
-}  // namespace
-
-namespace {
 
 // A product of a group as gemm_group runs it: its kernel, its cut (the same as alone), and
 // where its tasks and its split-k sums sit among the group's.
