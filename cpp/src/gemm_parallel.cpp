@@ -119,18 +119,16 @@ void blas_block_runs(const ProductCut& cut, Index first, Index last, Trans ta, T
 }
 
 // A product of a group as gemm_group runs it: its kernel, its cut (the same as alone), and
-// where its tasks and its split-k sums sit among the group's.
+// where its items sit among the group's in each phase (0: its tasks, 1: its split-k sums).
 template <class S>
 struct PlannedProduct {
   GemmProduct<S> p;
   ProductPath kernel = ProductPath::blas;
   ProductCut cut;
-  bool merged = false;   // adjacent blocks as one BLAS call (blas_block_runs)
-  Index tasks = 0;       // blocks, or blocks × parts of k
-  Index first_task = 0;  // among the group's tasks
-  Index sum_blocks = 0;  // row blocks of the pass that adds parts 1.. into C
-  Index first_sum = 0;   // among the group's sums
-  Buffer<S> partials;    // parts 1.. of every block, [parts - 1][m, n]
+  bool merged = false;  // adjacent blocks as one BLAS call (blas_block_runs)
+  Index items[2] = {};  // tasks (blocks, or blocks × parts of k); row blocks of the sums
+  Index first[2] = {};  // the first of them among the group's items of that phase
+  Buffer<S> partials;   // parts 1.. of every block, [parts - 1][m, n]
 };
 
 template <class S>
@@ -143,10 +141,10 @@ PlannedProduct<S> plan(const GemmProduct<S>& p) {
   const Index block_work = (p.m / cut.row_blocks) * (p.n / cut.column_blocks) * p.k;
   planned.merged = planned.kernel == ProductPath::blas && cut.parts == 1 &&
                    block_work >= tuning::kBlasMergeMin && merge_blocks<S>();
-  planned.tasks = cut.blocks() * cut.parts;
+  planned.items[0] = cut.blocks() * cut.parts;
   if (cut.parts > 1) {
     planned.partials.resize(static_cast<size_t>((cut.parts - 1) * p.m * p.n));
-    planned.sum_blocks = parallel_blocks(p.m * p.n * cut.parts, tuning::ParallelSite::pass, p.m);
+    planned.items[1] = parallel_blocks(p.m * p.n * cut.parts, tuning::ParallelSite::pass, p.m);
   }
   return planned;
 }
@@ -176,27 +174,31 @@ void run_tasks(PlannedProduct<S>& planned, Index first, Index last) {
   }
 }
 
-// Row block r of sum_blocks: C += part 1, then part 2, ... (a fixed order: the sums do not
+// Row block r of the sums: C += part 1, then part 2, ... (a fixed order: the sums do not
 // depend on the threads).
 template <class S>
 void add_parts(const PlannedProduct<S>& planned, Index r) {
   const GemmProduct<S>& p = planned.p;
-  const Index r0 = p.m * r / planned.sum_blocks, rows = p.m * (r + 1) / planned.sum_blocks - r0;
+  const Index blocks = planned.items[1];
+  const Index r0 = p.m * r / blocks, rows = p.m * (r + 1) / blocks - r0;
   for (Index j = 1; j < planned.cut.parts; ++j)
     block(p.c + r0 * p.ldc, rows, p.n, p.ldc) +=
         cblock(planned.partials.data() + (j - 1) * p.m * p.n + r0 * p.n, rows, p.n, p.n);
 }
 
-// The group's indices [first, last) (of its tasks, or of its sums), product by product:
-// body(product, its own first, its own last) where the range overlaps that product's share
-// [start(product), start(product) + count(product)).
-template <class S, class Start, class Count, class Body>
-void for_each_overlap(std::vector<PlannedProduct<S>>& planned, Index first, Index last, Start start,
-                      Count count, Body body) {
+// The group's items [first, last) of `phase`, product by product: its own tasks (phase 0) or
+// row blocks of its sums (phase 1) where they overlap that range.
+template <class S>
+void run_items(std::vector<PlannedProduct<S>>& planned, Index phase, Index first, Index last) {
   for (PlannedProduct<S>& q : planned) {
-    const Index begin = start(q), lo = std::max(first, begin);
-    const Index hi = std::min(last, begin + count(q));
-    if (lo < hi) body(q, lo - begin, hi - begin);
+    const Index begin = q.first[phase], lo = std::max(first, begin) - begin;
+    const Index hi = std::min(last, begin + q.items[phase]) - begin;
+    if (lo >= hi) continue;
+    if (phase == 0) {
+      run_tasks(q, lo, hi);
+    } else {
+      for (Index r = lo; r < hi; ++r) add_parts(q, r);
+    }
   }
 }
 
@@ -206,48 +208,39 @@ template <class S>
 void gemm_group(const std::vector<GemmProduct<S>>& products) {
   std::vector<PlannedProduct<S>> planned;
   planned.reserve(products.size());
-  Index tasks = 0, sums = 0, work = 0;
+  Index total[2] = {}, work = 0;  // the group's items in each phase
   for (const GemmProduct<S>& p : products) {
     if (empty_product(p.m, p.n, p.k, p.beta, p.c, p.ldc)) continue;
     planned.push_back(plan(p));
-    PlannedProduct<S>& last = planned.back();
-    last.first_task = tasks;
-    last.first_sum = sums;
-    tasks += last.tasks;
-    sums += last.sum_blocks;
+    for (int phase = 0; phase < 2; ++phase) {
+      planned.back().first[phase] = total[phase];
+      total[phase] += planned.back().items[phase];
+    }
     work += p.m * p.n * p.k;
   }
   // One job for the whole group: every product's tasks, then their split-k sums. A thread
   // that the OS slows delays only the group's last tasks, not the end of every product.
   const bool parallel =
-      tasks > 1 && (tasks > Index(planned.size()) ||
-                    work >= tuning::parallel_threshold(tuning::ParallelSite::gemm));
-  auto task_start = [](const PlannedProduct<S>& q) { return q.first_task; };
-  auto task_count = [](const PlannedProduct<S>& q) { return q.tasks; };
-  auto sum_start = [](const PlannedProduct<S>& q) { return q.first_sum; };
-  auto sum_count = [](const PlannedProduct<S>& q) { return q.sum_blocks; };
+      total[0] > 1 && (total[0] > Index(planned.size()) ||
+                       work >= tuning::parallel_threshold(tuning::ParallelSite::gemm));
   // No more threads than the larger phase has items (a product cut into 4 blocks on 16 threads
   // wakes 3 workers, as a parallel_for of 4 blocks would).
-  const Index team = parallel ? std::min<Index>(get_num_threads(), std::max(tasks, sums)) : 1;
+  const Index team =
+      parallel ? std::min<Index>(get_num_threads(), std::max(total[0], total[1])) : 1;
   parallel_phases(
-      static_cast<int>(team), sums > 0 ? 2 : 1,
-      [&](Index phase) { return phase == 0 ? tasks : sums; },
-      [&](Index phase, Index first, Index last, int) {
-        if (phase == 0) {
-          for_each_overlap(planned, first, last, task_start, task_count,
-                           [](PlannedProduct<S>& q, Index lo, Index hi) { run_tasks(q, lo, hi); });
-          return;
-        }
-        for_each_overlap(planned, first, last, sum_start, sum_count,
-                         [](PlannedProduct<S>& q, Index lo, Index hi) {
-                           for (Index r = lo; r < hi; ++r) add_parts(q, r);
-                         });
-      });
+      static_cast<int>(team), total[1] > 0 ? 2 : 1, [&](Index phase) { return total[phase]; },
+      [&](Index phase, Index first, Index last, int) { run_items(planned, phase, first, last); });
 }
 
 template <class S>
 void gemm(Trans ta, Trans tb, Index m, Index n, Index k, S alpha, const S* a, Index lda, const S* b,
           Index ldb, S beta, S* c, Index ldc) {
+  // A product too small to cut runs here, with no job (and nothing allocated).
+  const ProductCut cut = cut_product(m, n, k);
+  if (cut.blocks() * cut.parts == 1) {
+    return gemm_with(gemm_kernel(ta, tb, m, n, k, alpha == S(1)), ta, tb, m, n, k, alpha, a, lda, b,
+                     ldb, beta, c, ldc);
+  }
   gemm_group<S>({{ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc}});
 }
 
