@@ -250,7 +250,14 @@ constexpr long kPhaseYieldUs = 300;
 // A worker with no job watches for the next one this long before it sleeps, so the parallel
 // sections of one call, and of calls made back to back, start at once. A wake-up from sleep
 // is what a parallel call loses below the thresholds above (medians 0.1-0.2 ms slower than
-// their mins in thresholds-2026-11-22T200141).
+// their mins in thresholds-2026-11-22T200141). A worker that found no slot in its last job
+// (a spare: the team was smaller than the pool) sleeps at once instead, and an offer wakes
+// sleepers only for the helpers the watching workers cannot provide (worker_pool.cpp). 16-core
+// machine, 4 alternating rounds of a process each, medians in ms, spares watching / sleeping:
+// row 2 (a team of 6) 16 threads 0.090 / 0.059 (ONNX Runtime 0.059 in machine16-infer-sweep-
+// 2026-11-25T0048), 8 threads 0.080 / 0.063; rows 3, 4, 5 at 16 within the rounds' spread
+// (0.205 / 0.197, 0.472 / 0.466, 2.31 / 2.38); train at 16: row 8 6.39 / 6.27, row 10 42.0 /
+// 40.5, row 12 13.36 / 13.14 (results/machine16-spare-sleep-ab-2026-11-25.txt).
 constexpr long kWorkerSpinUs = 100;
 // A worker whose slot a job's team lacks waits this long before it takes another worker's
 // free slot (worker_pool.cpp): a watching worker joins within about a microsecond, so on an

@@ -38,6 +38,7 @@ class WorkerPool {
   std::vector<std::shared_ptr<Job>> open_;
   std::atomic<unsigned> posted_{0};  // changes with every offer
   int started_ = 0, sleeping_ = 0;
+  std::atomic<int> watching_{0};  // workers spinning on posted_ right now
 };
 
 }  // namespace rnngraph::runtime
