@@ -132,3 +132,19 @@ def test_backward_after_an_inference_forward_is_refused():
                            module._options, training=False)
     with pytest.raises(RuntimeError, match="training=True"):
         outputs[0].sum().backward()
+
+
+@pytest.mark.parametrize("cell", CELLS)
+def test_a_second_backward_through_the_gradients_is_refused(cell):
+    """The gradient kernel records no graph: with create_graph=True its gradients may be read,
+    but a backward through them (a gradient penalty) raises instead of dropping the term."""
+    module = build(cell)
+    x, hx = sample(module)
+    x.requires_grad_(True)
+    output, _ = module(x, hx)
+    (dx,) = torch.autograd.grad(output.sum(), x, create_graph=True)
+    assert torch.isfinite(dx).all()  # reading them is fine
+    with pytest.raises(RuntimeError, match="double backward"):
+        ((dx ** 2).sum() + (x ** 2).sum()).backward()
+    (plain,) = torch.autograd.grad(module(x, hx)[0].sum(), x)  # create_graph=False: as before
+    assert torch.equal(plain, dx.detach())

@@ -85,6 +85,24 @@ def _sizes(source: Any, recurrent_weight: Any, options: dict[str, Any]) -> tuple
     return 2 if options["bidirectional"] else 1, source.shape[1], recurrent_weight.shape[-1]
 
 
+def _once_differentiable(op: str, gradients: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The backward's results, made to raise if differentiated again (``create_graph=True``
+    and a second backward through them, e.g. a gradient penalty): the gradient kernel runs on
+    NumPy arrays, so it records no graph, and its results must not pass for constants."""
+    if not torch.is_grad_enabled():
+        return gradients
+    tensors = [i for i, g in enumerate(gradients) if isinstance(g, torch.Tensor)]
+    error = torch._C._functions.DelayedError(
+        f"{op}: rnngraph's gradient kernels cannot be differentiated again (double backward); "
+        "use torch.nn's RNN modules for a gradient penalty", len(tensors))
+    marked = error(*[gradients[i].detach().requires_grad_() for i in tensors])
+    marked = marked if isinstance(marked, tuple) else (marked,)
+    out = list(gradients)
+    for i, g in zip(tensors, marked):
+        out[i] = g
+    return tuple(out)
+
+
 class _Recurrent(torch.autograd.Function):
     """apply(cell, options, *the forward op's tensors in ``cell.forward_inputs`` order) -> h
     and the final states, recorded for autograd (a training forward: zState is saved). The
@@ -112,6 +130,12 @@ class _Recurrent(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx: Any, *grads: torch.Tensor | None) -> tuple[Any, ...]:
+        with torch.no_grad():
+            gradients = _Recurrent._gradients(ctx, *grads)
+        return _once_differentiable(ctx.cell.spec.gradient_name, gradients)
+
+    @staticmethod
+    def _gradients(ctx: Any, *grads: torch.Tensor | None) -> tuple[Any, ...]:
         cell, options, inputs = ctx.cell, ctx.options, ctx.inputs
         *tensors, h = ctx.saved_tensors  # (reading them raises if one was modified in place)
         op, dtype = cell.spec.gradient_name, h.dtype
