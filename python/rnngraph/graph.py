@@ -344,8 +344,8 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps, StateOps, ArithmeticOps, Activati
                 if str(error).startswith(op.kind):
                     raise
                 raise MemoryError(f"{op.kind} ({op.name!r}): out of memory: {error}") from None
-            for tensor, result in zip(op.outputs, results):
-                values[tensor] = result
+            for tensor, result in zip(op.outputs, results):  # (NumPy gives rank-0 math scalars)
+                values[tensor] = result if isinstance(result, np.ndarray) else np.asarray(result)
             for tensor in freed:  # intermediates past their last use
                 del values[tensor]
         for assigned in assigns:  # together, after every read of the run

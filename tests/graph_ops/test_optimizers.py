@@ -268,6 +268,29 @@ def test_training_loop_through_gradients(optimizer, rng):
             assert_close(got[tensor], state[k], "float64", f"step {t} {k}")
 
 
+
+@pytest.mark.parametrize("optimizer", ["adam", "sgd"])
+def test_rank_0_variables_stay_rank_0(optimizer):
+    """A scalar parameter: the update is a rank-0 ndarray (not rank 1, not a NumPy scalar), so
+    assign takes it and the variable keeps its declared shape ()."""
+    g = rg.Graph()
+    w, m, v = (g.variable(x, shape=[], dataType=rg.float32, name=n)
+               for x, n in ((2.0, "w"), (0.0, "m"), (0.0, "v")))
+    gw = g.gradients(of=g.square(w), with_=[w])[w]  # 2w
+    if optimizer == "adam":
+        new, *_ = g.adam(currentLearningRate=LR, beta1=BETA1, beta2=BETA2, epsilon=EPSILON,
+                         values=w, momentum=m, velocity=v, gradient=gw)
+        expected = 2.0 - LR * (1 - BETA1) * 4.0 / (np.sqrt((1 - BETA2) * 16.0) + EPSILON)
+    else:
+        new = g.stochasticGradientDescent(LR, values=w, gradient=gw)
+        expected = 2.0 - LR * 4.0
+    got = g.run(targetTensors=[new])[new]
+    assert isinstance(got, np.ndarray) and got.shape == () and got.dtype == np.float32
+    g.run(targetOperations=[g.assign(w, new)])
+    after = g.run(targetTensors=[w])[w]
+    assert isinstance(after, np.ndarray) and after.shape == ()
+    assert_close(after, np.float32(expected), "float32_forward", optimizer)
+
 # --- reads see the values from before the run's assigns --------------------------------------
 
 

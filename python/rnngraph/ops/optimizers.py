@@ -121,22 +121,24 @@ def _adam_compute(values_of: Callable[[RunArrays], NDArray[Any]],
     threads (rnngraph/optimizers.hpp); a hyper-parameter given per element takes NumPy's
     broadcasting through the same formulas."""
     values = values_of(a)
-    a = {label: _scalar(x) for label, x in a.items()}
-    g, beta1, beta2, epsilon = a["gradient"], a["beta1"], a["beta2"], a["epsilon"]
+    tensors = {label: a[label] for label in ("momentum", "velocity", "gradient")}
+    tensors["maximumVelocity"] = a.get("maximumVelocity")
+    a = {label: _scalar(x) for label, x in a.items()}  # the hyper-parameters as numbers
+    g, beta1, beta2, epsilon = tensors["gradient"], a["beta1"], a["beta2"], a["epsilon"]
     if a.get("currentLearningRate") is not None:
         lr = a["currentLearningRate"]
     else:
         # lr[t] = learningRate * sqrt(1 - beta2^t) / (1 - beta1^t)
         lr = a["learningRate"] * np.sqrt(1 - a["beta2Power"]) / (1 - a["beta1Power"])
-    kept = a.get("maximumVelocity")
+    kept = tensors["maximumVelocity"]
     if all(np.ndim(x) == 0 for x in (lr, beta1, beta2, epsilon)):
-        dense = np.ascontiguousarray
-        return list(_core.adam_update(
-            dense(values), dense(a["momentum"]), dense(a["velocity"]),
+        dense = np.ascontiguousarray  # (which makes a rank-0 array rank 1: reshaped back)
+        return [r.reshape(values.shape) for r in _core.adam_update(
+            dense(values), dense(tensors["momentum"]), dense(tensors["velocity"]),
             None if kept is None else dense(kept), dense(g),
-            float(lr), float(beta1), float(beta2), float(epsilon)))
-    momentum = beta1 * a["momentum"] + g * (1 - beta1)
-    velocity = beta2 * a["velocity"] + (g * g) * (1 - beta2)
+            float(lr), float(beta1), float(beta2), float(epsilon))]
+    momentum = beta1 * tensors["momentum"] + g * (1 - beta1)
+    velocity = beta2 * tensors["velocity"] + (g * g) * (1 - beta2)
     outputs = [momentum, velocity]
     denominator = velocity
     if kept is not None:  # AMSGrad: divide by the running maximum
