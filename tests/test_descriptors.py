@@ -132,3 +132,33 @@ def test_descriptor_copy_on_build_lstm_gru(cell, flag, rng):
     desc.reverse = True
     out = g.run(feeds=feeds(ph, x), targetTensors=outputs[:1])
     assert_close(out[outputs[0]], reference(case, x)["h"], "float64", "h")
+
+
+@pytest.mark.parametrize("cell", ["LSTM", "GRU", "singleGateRNN"])
+def test_reverse_is_not_compared_when_bidirectional(cell):
+    """SPEC.md section 3: reverse is ignored when bidirectional is set, so a gradient op
+    whose descriptor differs from its forward op's only in reverse describes the same
+    computation: accepted, with the same gradients."""
+    import numpy as np
+
+    T, N, I, H = 3, 2, 3, 2
+    G = {"LSTM": 4, "GRU": 3, "singleGateRNN": 1}[cell]
+    gen = np.random.default_rng(0)
+    x = gen.standard_normal((T, N, I))
+    R, W = gen.standard_normal((2, G * H, H)), gen.standard_normal((2 * G * H, I))
+    descriptor = getattr(rg, f"{cell[0].upper()}{cell[1:]}Descriptor")
+    results = []
+    for reverse in (True, False):
+        g = rg.Graph()
+        outs = getattr(g, cell)(x, recurrentWeight=R, inputWeight=W,
+                                descriptor=descriptor(bidirectional=True, reverse=True,
+                                                      training=True))
+        extra = {"cellOutputFwd": outs[1]} if cell == "LSTM" else {}
+        if cell == "GRU":
+            extra = {"outputFwd": outs[0]}
+        grads = getattr(g, f"{cell}Gradients")(
+            x, recurrentWeight=R, inputWeight=W, sourceGradient=outs[0], zState=outs[-1],
+            descriptor=descriptor(bidirectional=True, reverse=reverse), **extra)
+        results.append(g.run(targetTensors=list(grads)))
+    for a, b in zip(*(r.values() for r in results)):
+        assert np.array_equal(a, b)

@@ -33,6 +33,8 @@ def check_matching_forward(op: str, spec: CellSpec, descriptor: _Descriptor,
     for key in ours:
         if key in spec.forward_only_flags:
             continue
+        if key == "reverse" and ours["bidirectional"] and theirs["bidirectional"]:
+            continue  # ignored when bidirectional (SPEC.md section 3)
         if ours[key] != theirs[key]:
             raise ValueError(f"{op}: descriptor: {key}={ours[key]!r} differs from the {spec.name} op "
                              f"{producer.name!r} that produced zState ({key}={theirs[key]!r})")
