@@ -64,6 +64,11 @@ def _rnn_rule(graph: GraphBuilder, op: Operation, grads: list[Tensor | None],
     """d(inputs) of a recurrent forward op, through its gradient op (SPEC.md section 6). The
     LSTM's cell sequence c takes a gradient at every step (an internal input of the kernel)."""
     spec, descriptor = op.attrs["spec"], op.attrs["descriptor"]
+    if "mask" in wanted:  # it would silently contribute nothing
+        raise ValueError(f"gradients: {op.name}: mask depends on a tensor of with_, but the mask "
+                         "is a constant for the gradient ops (SPEC.md section 6), which return "
+                         "no gradient for it; feed the mask through a placeholder or constant "
+                         "that with_ does not reach")
     given = dict(zip(op.attrs["outputs"], grads))
     if given.get("zState") is not None:
         raise ValueError(f"gradients: {op.name}: zState is a saved training state, not "

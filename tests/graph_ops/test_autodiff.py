@@ -170,6 +170,21 @@ def test_gradients_refuse_bad_arguments():
         g.gradients(of=z, with_=[source])
 
 
+@pytest.mark.parametrize("same_as_source", [False, True])
+def test_a_mask_reached_from_with_is_refused(same_as_source):
+    """The gradient ops take the mask as a constant (SPEC.md section 6): a mask that depends
+    on a tensor of with_ would add nothing to its gradient, so the walk refuses it."""
+    g = rg.Graph()
+    source = g.placeholder((T, N, H), rg.float64)
+    mask = source if same_as_source else g.placeholder((T, N, H), rg.float64)
+    (h,) = g.singleGateRNN(source, recurrentWeight=g.placeholder((H, H), rg.float64),
+                           mask=g.multiplication(mask, 1.0))
+    with pytest.raises(ValueError, match=r"^gradients: .*: mask depends on a tensor of with_"):
+        g.gradients(of=h, with_=[mask])
+    if not same_as_source:  # the mask out of with_'s reach: fine
+        assert source in g.gradients(of=h, with_=[source])
+
+
 def test_a_deep_copied_graph_keeps_its_own_variables():
     import copy
 
