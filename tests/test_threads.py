@@ -4,6 +4,7 @@ into blocks. Shapes are chosen above the thresholds that switch those paths on."
 
 import multiprocessing
 
+import numpy as np
 import pytest
 
 import rnngraph as rg
@@ -85,3 +86,20 @@ def test_a_forked_child_runs_threaded_calls(rng):
 
 def _forward_in_child(queue, case, x):
     queue.put(forward(case, x)["h"])
+
+
+def test_set_num_threads_takes_any_integer_and_refuses_the_rest():
+    """A NumPy integer is a count; a bool, a float or a count outside [1, 2^31 - 1] raises a
+    Python error naming the function (the core's int would overflow past 2^31 - 1)."""
+    before = rg.get_num_threads()
+    try:
+        rg.set_num_threads(np.int64(3))
+        assert rg.get_num_threads() == 3
+        for bad, error in ((True, TypeError), (2.0, TypeError), ("2", TypeError),
+                           (0, ValueError), (-1, ValueError), (2**31, ValueError),
+                           (np.uint64(2**63), ValueError)):
+            with pytest.raises(error, match="^set_num_threads: expected"):
+                rg.set_num_threads(bad)
+        assert rg.get_num_threads() == 3  # nothing changed by the refused calls
+    finally:
+        rg.set_num_threads(before)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from rnngraph._native import core as _core
 from rnngraph._native import supported_levels
 
+_MAX_THREADS = 2**31 - 1  # the core's int (a team never exceeds its work's items)
 _chosen = False  # set_num_threads was called (see num_threads_chosen)
 _environment: bool | None = None  # RNNGRAPH_NUM_THREADS is set (read once, as the core does)
 
@@ -45,10 +48,11 @@ def show_config() -> None:
 
 def set_num_threads(n: int) -> None:
     """Set the threads rnngraph's kernels use (``n >= 1``); NumPy's BLAS is not touched."""
-    if isinstance(n, bool) or not isinstance(n, int):
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
         raise TypeError(f"set_num_threads: expected an int, got {n!r}")
-    if n < 1:
-        raise ValueError(f"set_num_threads: expected n >= 1, got {n}")
+    n = int(n)  # (a NumPy integer too)
+    if not 1 <= n <= _MAX_THREADS:
+        raise ValueError(f"set_num_threads: expected 1 <= n <= {_MAX_THREADS}, got {n}")
     global _chosen
     _chosen = True
     _core.set_num_threads(n)
