@@ -117,6 +117,13 @@ def test_integer_feeds_convert_to_the_placeholder_type(dtype, rng):
     assert_close(out, clean, "identical", "h")
 
 
+class RefusesConversion:
+    """An array-like whose __array__ raises, as a torch tensor that requires grad does."""
+
+    def __array__(self, dtype=None, copy=None):
+        raise RuntimeError("Can't call numpy() on Tensor that requires grad")
+
+
 REJECTED_FEEDS = {
     "complex": (np.zeros((T, N, I), np.complex128), TypeError),
     "strings": (np.full((T, N, I), "a"), TypeError),
@@ -125,6 +132,7 @@ REJECTED_FEEDS = {
     "wrong-shape": (np.zeros((T, N, I + 1), np.float32), ValueError),
     "wrong-rank": (np.zeros((T, N * I), np.float32), ValueError),
     "ragged-list": ([[[0.0] * I] * N, [[0.0] * I]], (ValueError, TypeError)),
+    "refuses-conversion": (RefusesConversion(), TypeError),
 }
 
 

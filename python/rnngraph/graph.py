@@ -69,6 +69,9 @@ def _real_array(value: ArrayLike, where: str) -> NDArray[Any]:
         array = np.asarray(value)
     except ValueError as error:  # ragged nested lists
         raise ValueError(f"{where}: not a rectangular array ({error})") from None
+    except (TypeError, RuntimeError) as error:  # its __array__ refused (a torch tensor that
+        # requires grad, a meta tensor, bfloat16): say which feed
+        raise TypeError(f"{where}: cannot be read as a NumPy array: {error}") from None
     if array.dtype.kind not in "fiu":
         raise TypeError(f"{where}: expected real numbers, got dtype {array.dtype}")
     return array
