@@ -59,16 +59,26 @@ def training_outputs(graph: GraphBuilder, op: Operation) -> dict[str, Tensor]:
     return dict(zip(names, op.outputs))
 
 
+def _check_mask(op: Operation, wanted: set[str], targets: tuple[Tensor, ...]) -> None:
+    """The gradient ops take the mask as a constant (SPEC.md section 6). A mask that is itself
+    a tensor of with_ gets zeros, as a constant would; one that with_ reaches through other
+    ops, or that is also another input of the op, would silently lose its share: refused."""
+    if "mask" not in wanted:
+        return
+    mask = op.inputs["mask"]
+    also_input = any(t is mask for label, t in op.inputs.items() if label != "mask")
+    if not any(t is mask for t in targets) or also_input:
+        raise ValueError(f"gradients: {op.name}: mask depends on a tensor of with_, but the mask "
+                         "is a constant for the gradient ops (SPEC.md section 6), which return "
+                         "no gradient for it; feed the mask through a placeholder or constant "
+                         "that with_ does not reach")
+
+
 def _rnn_rule(graph: GraphBuilder, op: Operation, grads: list[Tensor | None],
               wanted: set[str]) -> dict[str, Tensor]:
     """d(inputs) of a recurrent forward op, through its gradient op (SPEC.md section 6). The
     LSTM's cell sequence c takes a gradient at every step (an internal input of the kernel)."""
     spec, descriptor = op.attrs["spec"], op.attrs["descriptor"]
-    if "mask" in wanted:  # it would silently contribute nothing
-        raise ValueError(f"gradients: {op.name}: mask depends on a tensor of with_, but the mask "
-                         "is a constant for the gradient ops (SPEC.md section 6), which return "
-                         "no gradient for it; feed the mask through a placeholder or constant "
-                         "that with_ does not reach")
     given = dict(zip(op.attrs["outputs"], grads))
     if given.get("zState") is not None:
         raise ValueError(f"gradients: {op.name}: zState is a saved training state, not "
@@ -89,6 +99,7 @@ def _rnn_rule(graph: GraphBuilder, op: Operation, grads: list[Tensor | None],
     return {label: g for label, g in zip(returned, result) if label in wanted}
 
 
+RECURRENT_KINDS = ("singleGateRNN", "LSTM", "GRU")
 RULES: dict[str, Rule] = {
     "singleGateRNN": _rnn_rule,
     "LSTM": _rnn_rule,
@@ -146,6 +157,8 @@ def gradients(graph: Graph, of: Tensor, with_: Iterable[Tensor]) -> dict[Tensor,
             raise ValueError(f"gradients: of: depends on {op.name!r} through its inputs, but "
                              f"there is no gradient rule for {op.kind} ops")
         wanted = {label for label, t in op.inputs.items() if t is not None and t in live}
+        if op.kind in RECURRENT_KINDS:
+            _check_mask(op, wanted, targets)
         for label, grad in rule(graph, op, grads, wanted).items():
             source = op.inputs[label]
             if source is None or source not in live:

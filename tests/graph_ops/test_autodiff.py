@@ -185,6 +185,16 @@ def test_a_mask_reached_from_with_is_refused(same_as_source):
         assert source in g.gradients(of=h, with_=[source])
 
 
+def test_a_mask_in_with_gets_zeros_as_a_constant():
+    """The mask tensor itself asked for: zeros, the gradient of a constant (SPEC.md section 6),
+    while a tensor that is both the source and the mask is refused (above)."""
+    g = rg.Graph()
+    source, mask = (g.placeholder((T, N, H), rg.float64) for _ in range(2))
+    (h,) = g.singleGateRNN(source, recurrentWeight=g.placeholder((H, H), rg.float64), mask=mask)
+    grads = g.gradients(of=h, with_=[source, mask])
+    assert set(grads) == {source, mask}
+
+
 def test_a_deep_copied_graph_keeps_its_own_variables():
     import copy
 

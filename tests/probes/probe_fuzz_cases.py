@@ -668,7 +668,9 @@ def run_graph_case(spec: dict[str, Any]) -> dict[str, Any]:
             current = getattr(descriptor, prop)
             setattr(descriptor, prop, (not current) if isinstance(current, bool)
                     else (int(current) + 1) % 5)
-            if prop not in FORWARD_ONLY:
+            # (reverse is ignored when both are bidirectional, SPEC.md section 3)
+            ignored = prop == "reverse" and descriptor.bidirectional
+            if prop not in FORWARD_ONLY and not ignored:
                 problems.append(("descriptor",))
             extra["mismatch"] = prop
 
