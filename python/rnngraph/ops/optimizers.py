@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rnngraph._native import core as _core
+from rnngraph.dtypes import dense
 from rnngraph.ops.operands import FRESH, operand, record, same_type
 from rnngraph.ops.state import StateOps, as_variable
 from rnngraph.shapes import broadcastable, compatible, shape_text
@@ -121,24 +122,21 @@ def _adam_compute(values_of: Callable[[RunArrays], NDArray[Any]],
     threads (rnngraph/optimizers.hpp); a hyper-parameter given per element takes NumPy's
     broadcasting through the same formulas."""
     values = values_of(a)
-    tensors = {label: a[label] for label in ("momentum", "velocity", "gradient")}
-    tensors["maximumVelocity"] = a.get("maximumVelocity")
-    a = {label: _scalar(x) for label, x in a.items()}  # the hyper-parameters as numbers
-    g, beta1, beta2, epsilon = tensors["gradient"], a["beta1"], a["beta2"], a["epsilon"]
-    if a.get("currentLearningRate") is not None:
-        lr = a["currentLearningRate"]
+    g, momentum, velocity = a["gradient"], a["momentum"], a["velocity"]
+    kept = a.get("maximumVelocity")
+    h = {label: _scalar(x) for label, x in a.items()}  # hyper-parameters as numbers
+    beta1, beta2, epsilon = h["beta1"], h["beta2"], h["epsilon"]
+    if h.get("currentLearningRate") is not None:
+        lr = h["currentLearningRate"]
     else:
         # lr[t] = learningRate * sqrt(1 - beta2^t) / (1 - beta1^t)
-        lr = a["learningRate"] * np.sqrt(1 - a["beta2Power"]) / (1 - a["beta1Power"])
-    kept = tensors["maximumVelocity"]
+        lr = h["learningRate"] * np.sqrt(1 - h["beta2Power"]) / (1 - h["beta1Power"])
     if all(np.ndim(x) == 0 for x in (lr, beta1, beta2, epsilon)):
-        dense = np.ascontiguousarray  # (which makes a rank-0 array rank 1: reshaped back)
-        return [r.reshape(values.shape) for r in _core.adam_update(
-            dense(values), dense(tensors["momentum"]), dense(tensors["velocity"]),
-            None if kept is None else dense(kept), dense(g),
-            float(lr), float(beta1), float(beta2), float(epsilon))]
-    momentum = beta1 * tensors["momentum"] + g * (1 - beta1)
-    velocity = beta2 * tensors["velocity"] + (g * g) * (1 - beta2)
+        return list(_core.adam_update(
+            dense(values), dense(momentum), dense(velocity), None if kept is None else dense(kept),
+            dense(g), float(lr), float(beta1), float(beta2), float(epsilon)))
+    momentum = beta1 * momentum + g * (1 - beta1)
+    velocity = beta2 * velocity + (g * g) * (1 - beta2)
     outputs = [momentum, velocity]
     denominator = velocity
     if kept is not None:  # AMSGrad: divide by the running maximum
