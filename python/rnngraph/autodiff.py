@@ -59,19 +59,21 @@ def training_outputs(graph: GraphBuilder, op: Operation) -> dict[str, Tensor]:
     return dict(zip(names, op.outputs))
 
 
-def _check_mask(op: Operation, wanted: set[str], targets: tuple[Tensor, ...]) -> None:
-    """The gradient ops take the mask as a constant (SPEC.md section 6). A mask that is itself
-    a tensor of with_ gets zeros, as a constant would; one that with_ reaches through other
-    ops, or that is also another input of the op, would silently lose its share: refused."""
-    if "mask" not in wanted:
-        return
-    mask = op.inputs["mask"]
-    also_input = any(t is mask for label, t in op.inputs.items() if label != "mask")
-    if not any(t is mask for t in targets) or also_input:
-        raise ValueError(f"gradients: {op.name}: mask depends on a tensor of with_, but the mask "
-                         "is a constant for the gradient ops (SPEC.md section 6), which return "
-                         "no gradient for it; feed the mask through a placeholder or constant "
-                         "that with_ does not reach")
+def _check_constant_inputs(op: Operation, labels: tuple[str, ...], wanted: set[str],
+                           targets: tuple[Tensor, ...]) -> None:
+    """Inputs the op's rule takes as constants (``CONSTANT_INPUTS``). One that is itself a
+    tensor of with_ gets zeros, as a constant would; one that with_ reaches through other ops,
+    or that is also another input of the op, would silently lose its share: refused."""
+    for label in labels:
+        if label not in wanted:
+            continue
+        tensor = op.inputs[label]
+        also_input = any(t is tensor for other, t in op.inputs.items() if other != label)
+        if also_input or not any(t is tensor for t in targets):
+            raise ValueError(f"gradients: {op.name}: {label} depends on a tensor of with_, but "
+                             f"{op.kind} takes it as a constant and gives no gradient for it; "
+                             "feed it through a placeholder or constant that with_ does not "
+                             "reach")
 
 
 def _rnn_rule(graph: GraphBuilder, op: Operation, grads: list[Tensor | None],
@@ -99,7 +101,6 @@ def _rnn_rule(graph: GraphBuilder, op: Operation, grads: list[Tensor | None],
     return {label: g for label, g in zip(returned, result) if label in wanted}
 
 
-RECURRENT_KINDS = ("singleGateRNN", "LSTM", "GRU")
 RULES: dict[str, Rule] = {
     "singleGateRNN": _rnn_rule,
     "LSTM": _rnn_rule,
@@ -119,6 +120,8 @@ RULES: dict[str, Rule] = {
     **conversion.GRADIENT_RULES,
     **optimizers.GRADIENT_RULES,
 }
+# Inputs a rule gives no gradient for, by rule: the recurrent ops' mask (SPEC.md section 6).
+CONSTANT_INPUTS: dict[Rule, tuple[str, ...]] = {_rnn_rule: ("mask",)}
 
 
 def _on_paths(ops: list[Operation], sources: set[Tensor]) -> tuple[list[Operation], set[Tensor]]:
@@ -157,8 +160,7 @@ def gradients(graph: Graph, of: Tensor, with_: Iterable[Tensor]) -> dict[Tensor,
             raise ValueError(f"gradients: of: depends on {op.name!r} through its inputs, but "
                              f"there is no gradient rule for {op.kind} ops")
         wanted = {label for label, t in op.inputs.items() if t is not None and t in live}
-        if op.kind in RECURRENT_KINDS:
-            _check_mask(op, wanted, targets)
+        _check_constant_inputs(op, CONSTANT_INPUTS.get(rule, ()), wanted, targets)
         for label, grad in rule(graph, op, grads, wanted).items():
             source = op.inputs[label]
             if source is None or source not in live:
