@@ -257,7 +257,12 @@ constexpr long kPhaseYieldUs = 300;
 // row 2 (a team of 6) 16 threads 0.090 / 0.059 (ONNX Runtime 0.059 in machine16-infer-sweep-
 // 2026-11-25T0048), 8 threads 0.080 / 0.063; rows 3, 4, 5 at 16 within the rounds' spread
 // (0.205 / 0.197, 0.472 / 0.466, 2.31 / 2.38); train at 16: row 8 6.39 / 6.27, row 10 42.0 /
-// 40.5, row 12 13.36 / 13.14 (results/machine16-spare-sleep-ab-2026-11-25.txt).
+// 40.5, row 12 13.36 / 13.14 (results/machine16-spare-sleep-ab-2026-11-25.txt). Each worker
+// sleeps in its own place, and an offer wakes the workers whose home slots its team has:
+// woken at random, the sleepers left after row 1 (a team of 2) took row 2's slots only after
+// kSpareJoinUs. In bench_rnn.py's sweep order, 4 rounds, row 2 at 16 threads 0.068 -> 0.052,
+// at 8 0.060 -> 0.056; rows 1 and 3-6, and train rows 8, 10, 12 at 16, within the rounds'
+// spread (results/machine16-home-wake-ab-2026-11-25.txt).
 constexpr long kWorkerSpinUs = 100;
 // A worker whose slot a job's team lacks waits this long before it takes another worker's
 // free slot (worker_pool.cpp): a watching worker joins within about a microsecond, so on an

@@ -35,16 +35,17 @@ WorkerPool& WorkerPool::instance() {
 }
 
 void WorkerPool::offer(const std::shared_ptr<Job>& job, int helpers) {
-  int to_wake = 0;
+  std::vector<Bed*> to_wake;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    while (started_ < helpers) {
+    while (static_cast<int>(beds_.size()) < helpers) {
+      auto bed = std::make_unique<Bed>();
       try {
-        std::thread(&WorkerPool::work, this, started_).detach();
+        std::thread(&WorkerPool::work, this, static_cast<int>(beds_.size()), bed.get()).detach();
       } catch (const std::system_error&) {
         break;  // the caller and the workers there are finish the job
       }
-      ++started_;
+      beds_.push_back(std::move(bed));
     }
     open_.push_back(job);
     posted_.fetch_add(1, std::memory_order_release);
@@ -52,9 +53,27 @@ void WorkerPool::offer(const std::shared_ptr<Job>& job, int helpers) {
     // helpers they cannot provide (spares sleep, see work()). A watcher that stops watching
     // meanwhile still sees this offer: posted_ changed before it takes the lock to sleep.
     const int watching = watching_.load(std::memory_order_acquire);
-    to_wake = std::min(sleeping_, std::max(0, helpers - watching));
+    to_wake = sleepers_to_wake_locked(helpers, std::max(0, helpers - watching));
   }
-  for (int i = 0; i < to_wake; ++i) wake_.notify_one();
+  // Outside the lock, so that a woken worker does not block on it at once. Beds live as
+  // long as the pool.
+  for (Bed* bed : to_wake) bed->wake.notify_one();
+}
+
+// Up to `count` sleeping workers for a job with `helpers` worker slots, marked awake: first
+// those whose home slot (index + 1) the job has, so that each works on its own share again,
+// then any others (a home worker busy in another call leaves its slot to them).
+std::vector<WorkerPool::Bed*> WorkerPool::sleepers_to_wake_locked(int helpers, int count) {
+  std::vector<Bed*> chosen;
+  auto choose = [&](Bed& bed) {
+    if (static_cast<int>(chosen.size()) >= count || !bed.asleep) return;
+    bed.asleep = false;  // chosen once even if a second offer comes before it runs
+    chosen.push_back(&bed);
+  };
+  const int beds = static_cast<int>(beds_.size()), home_beds = std::min(helpers, beds);
+  for (int i = 0; i < home_beds; ++i) choose(*beds_[static_cast<size_t>(i)]);
+  for (int i = home_beds; i < beds; ++i) choose(*beds_[static_cast<size_t>(i)]);
+  return chosen;
 }
 
 void WorkerPool::withdraw(const Job* job) {
@@ -66,7 +85,7 @@ void WorkerPool::withdraw(const Job* job) {
 
 int WorkerPool::workers() {
   std::lock_guard<std::mutex> lock(mutex_);
-  return started_;
+  return static_cast<int>(beds_.size());
 }
 
 std::shared_ptr<Job> WorkerPool::open_job_locked() const {
@@ -83,7 +102,7 @@ std::shared_ptr<Job> WorkerPool::open_job_locked() const {
 // A worker that found no slot in the last job it saw sleeps at once instead of watching
 // (tuning::kWorkerSpinUs): the next job is likely as small, and spares that watch slow the
 // team down (16 threads, a team of 6: the call 1.5x slower).
-void WorkerPool::work(int index) {
+void WorkerPool::work(int index, Bed* bed) {
   const int home = index + 1;
   bool spare = false;  // no slot for this worker in the last job it saw
   for (;;) {
@@ -101,9 +120,9 @@ void WorkerPool::work(int index) {
         watching_.fetch_sub(1, std::memory_order_acq_rel);
         lock.lock();
         if (!posted) {
-          ++sleeping_;
-          wake_.wait(lock, [&] { return posted_.load(std::memory_order_acquire) != seen; });
-          --sleeping_;
+          bed->asleep = true;
+          bed->wake.wait(lock, [&] { return posted_.load(std::memory_order_acquire) != seen; });
+          bed->asleep = false;
         }
       }
     }

@@ -29,16 +29,23 @@ class WorkerPool {
   int workers();
 
  private:
+  // Where a worker sleeps: each has its own, so an offer wakes the workers whose home slots
+  // its team has rather than whichever sleepers a shared condition variable picks.
+  struct Bed {
+    std::condition_variable wake;
+    bool asleep = false;
+  };
+
   WorkerPool() = default;
-  void work(int index);
+  void work(int index, Bed* bed);
   std::shared_ptr<Job> open_job_locked() const;
+  std::vector<Bed*> sleepers_to_wake_locked(int helpers, int count);
 
   std::mutex mutex_;  // the fields below
-  std::condition_variable wake_;
   std::vector<std::shared_ptr<Job>> open_;
-  std::atomic<unsigned> posted_{0};  // changes with every offer
-  int started_ = 0, sleeping_ = 0;
-  std::atomic<int> watching_{0};  // workers spinning on posted_ right now
+  std::vector<std::unique_ptr<Bed>> beds_;  // one per worker started, by index
+  std::atomic<unsigned> posted_{0};         // changes with every offer
+  std::atomic<int> watching_{0};            // workers spinning on posted_ right now
 };
 
 }  // namespace rnngraph::runtime
