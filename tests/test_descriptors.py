@@ -3,6 +3,7 @@ property, raw values, and the copy an op takes of its descriptor when it is buil
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import rnngraph as rg
@@ -69,6 +70,29 @@ def test_descriptor_property_validation(cell):
         assert not hasattr(d, unknown)
         with pytest.raises(AttributeError, match=unknown):
             delattr(d, unknown)
+
+
+@pytest.mark.parametrize("cell", CELLS, ids=[DESCRIPTORS[c].__name__ for c in CELLS])
+def test_numpy_scalars_are_taken_as_python_values(cell):
+    """A NumPy bool or integer (from an array, a config file read with NumPy) is stored as the
+    Python value: flags as bool, activations as RNNActivation; NumPy floats stay refused."""
+    kind = DESCRIPTORS[cell]
+    flags = [n for n, v in spec_defaults(cell).items() if isinstance(v, bool)]
+    for name in flags:
+        d = kind(**{name: np.True_})
+        assert getattr(d, name) is True
+        setattr(d, name, np.bool_(False))
+        assert getattr(d, name) is False
+    for name in SLOT_DEFAULTS[cell]:
+        for integer in (np.int64(4), np.int32(1), np.uint8(0)):
+            d = kind(**{name: integer})
+            assert getattr(d, name) is rg.RNNActivation(int(integer))
+        with pytest.raises(ValueError, match=name):
+            kind(**{name: np.int64(5)})
+        with pytest.raises(TypeError, match=name):
+            kind(**{name: np.float64(2.0)})
+        with pytest.raises(TypeError, match=name):
+            kind(**{name: np.True_})
 
 
 @pytest.mark.parametrize("cell", CELLS, ids=[DESCRIPTORS[c].__name__ for c in CELLS])

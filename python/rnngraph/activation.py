@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import enum
 
+import numpy as np
+
 
 class RNNActivation(enum.IntEnum):
     """Activation of an RNN gate. hardSigmoid is clamp(0.2·x + 0.5, 0, 1)."""
@@ -16,9 +18,11 @@ class RNNActivation(enum.IntEnum):
 
 
 def as_activation(value: object, where: str) -> RNNActivation:
-    """Accept an RNNActivation or its raw value 0..4; anything else is an error."""
-    if isinstance(value, bool) or not isinstance(value, int):
+    """Accept an RNNActivation or its raw value 0..4 (a Python or NumPy integer); anything
+    else is an error."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{where}: expected an RNNActivation, got {value!r}")
+    value = int(value)
     try:
         return RNNActivation(value)
     except ValueError:

@@ -13,6 +13,8 @@ import difflib
 import inspect
 from typing import TYPE_CHECKING, Any, ClassVar
 
+import numpy as np
+
 from rnngraph.activation import RNNActivation, as_activation
 
 if TYPE_CHECKING:
@@ -81,6 +83,8 @@ class _Descriptor:
         def __setattr__(self, name, value):
             kind = type(self).__name__
             if name in self._flags:
+                if isinstance(value, np.bool_):  # NumPy's bool, stored as Python's
+                    value = bool(value)
                 if not isinstance(value, bool):
                     raise TypeError(f"{kind}.{name}: expected a bool, got {value!r}")
             elif name in self._activations:

@@ -168,7 +168,8 @@ def graph_spec(draw: st.DrawFn) -> dict[str, Any]:
     elif kind == "desc_bad_prop":
         cell = spec["cell"]
         prop = draw(st.sampled_from((*FLAGS[cell], *ACTIVATIONS[cell], "training", "bogus")))
-        bad = ((1, "yes", {"py": "none"}, {"py": "np_bool"}) if prop not in ACTIVATIONS[cell]
+        # (NumPy's bool is a bool to the descriptors, and NumPy's integers are raw values.)
+        bad = ((1, "yes", {"py": "none"}, {"py": "np_int"}) if prop not in ACTIVATIONS[cell]
                else (-1, 5, "tanh", {"py": "float"}, {"py": "none"}, True, {"py": "big"}))
         mut = {"kind": kind, "prop": prop, "arg": draw(st.sampled_from(bad))}
     elif kind == "desc_mismatch":

@@ -77,6 +77,49 @@ def test_the_raw_op_refuses_tensors_on_two_devices(label):
         op("lstm")(**inputs)
 
 
+@pytest.mark.parametrize("device", ["meta", "fake"])
+@pytest.mark.parametrize(("label", "shape", "error", "match"), [
+    ("recurrentWeight", (4 * H, H + 1), ValueError, r"recurrentWeight: expected shape"),
+    ("recurrentWeight", (4 * H,), ValueError, r"recurrentWeight: expected rank 2"),
+    ("inputWeight", (4 * H, I + 1), ValueError, r"inputWeight: expected shape"),
+    ("initCell", (3, H), ValueError, r"initCell: expected shape"),
+    ("bias", (4 * H, 1), ValueError, r"bias"),
+    ("peephole", (2,), TypeError, r"peephole: expected torch\.float64 like"),
+], ids=lambda v: v if isinstance(v, str) else None)
+def test_the_fake_kernel_refuses_what_the_kernel_refuses(device, label, shape, error, match):
+    """torch.compile and torch.export trace through the fake kernel, on fake tensors (or
+    meta ones): a wrong shape or a mixed dtype fails there, naming the label, rather than
+    giving outputs of made-up shapes that fail further on."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    inputs = raw_inputs("lstm")
+    dtype = torch.float32 if error is TypeError else F64
+    wrong = {label: torch.zeros(shape if error is ValueError else inputs[label].shape,
+                                dtype=dtype)}
+    with pytest.raises(error, match=rf"^LSTM: {match}"):  # the real kernel, as a reference
+        op("lstm")(**(inputs | wrong))
+    if device == "meta":
+        moved = {k: v.to("meta") for k, v in (inputs | wrong).items()}
+        with pytest.raises(error, match=rf"^LSTM: {match}"):
+            op("lstm")(**moved)
+    else:
+        with FakeTensorMode() as mode:
+            faked = {k: mode.from_tensor(v) for k, v in (inputs | wrong).items()}
+            with pytest.raises(error, match=rf"^LSTM: {match}"):
+                op("lstm")(**faked)
+            good = {k: mode.from_tensor(v) for k, v in inputs.items()}
+            assert op("lstm")(**good)[0].shape == (5, 2, H)
+
+
+@pytest.mark.parametrize("value", [5, -1, 2**31, 2**63 - 1])
+def test_an_activation_out_of_range_names_the_op_and_argument(value):
+    """The raw op's activations are ints in its schema: past 0..4 (even past int32, where the
+    core's constructor would refuse it with its own signature list) a ValueError names them."""
+    for name in ("activation", "cellGateActivation"):
+        with pytest.raises(ValueError, match=rf"^LSTM: {name}: expected an RNNActivation"):
+            op("lstm")(**raw_inputs("lstm"), **{name: value})
+
+
 # --- dtypes ----------------------------------------------------------------------------------
 
 def test_float32_input_into_a_float64_module():

@@ -22,6 +22,12 @@ def check_tensor(where: str, tensor: object, dtype: torch.dtype | None = None) -
     if not tensor.is_cpu:
         raise ValueError(f"{where}: expected a CPU tensor, got one on device {tensor.device} "
                          "(rnngraph computes on the CPU: move it with .cpu())")
+    return check_kind(where, tensor, dtype)
+
+
+def check_kind(where: str, tensor: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor:
+    """``check_tensor`` without the device: a dense tensor of float32 or float64 (of
+    ``dtype`` if given), on any device (the fake kernels see meta tensors too)."""
     if tensor.layout != torch.strided:
         raise TypeError(f"{where}: expected a dense (strided) tensor, got layout {tensor.layout}")
     if tensor.dtype not in FLOATS:

@@ -19,9 +19,10 @@ import numpy as np
 import torch
 
 from rnngraph._native import core as _core
+from rnngraph.activation import as_activation
 from rnngraph.dtypes import naming_memory_errors
 from rnngraph.ops.layouts import infer_sizes, normalise
-from rnngraph.torch._arrays import as_array, as_tensor, check_tensor
+from rnngraph.torch._arrays import as_array, as_tensor, check_kind, check_tensor
 from rnngraph.torch._cells import CELLS, TorchCell
 from rnngraph.torch._states import to_op
 from rnngraph.torch._threads import follow_torch
@@ -81,7 +82,12 @@ def names_and_defaults(cell: TorchCell, tensors: tuple[str, ...],
 
 @functools.lru_cache(maxsize=512)
 def _core_options(cell: TorchCell, options: tuple[tuple[str, Any], ...]) -> CoreOptions:
-    return cell.spec.options_type(**dict(options))
+    activations = cell.spec.descriptor_type._activations
+    # An activation is checked here: past int32 the core's constructor would refuse it with
+    # pybind11's signature list instead of the op and the argument.
+    checked = {name: int(as_activation(value, f"{cell.spec.name}: {name}"))
+               if name in activations else value for name, value in options}
+    return cell.spec.options_type(**checked)
 
 
 def _options(cell: TorchCell, bound: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
@@ -181,8 +187,23 @@ def _same_device(op: str, labels: tuple[str, ...], bound: dict[str, Any]) -> Non
                          f"on device {odd.device} (rnngraph computes on the CPU)")
 
 
+def _fake_checks(cell: TorchCell, op: str, labels: tuple[str, ...],
+                 bound: dict[str, Any]) -> None:
+    """What the CPU kernel refuses before it computes, refused by the fake kernel too (so
+    torch.compile and torch.export fail at the op, naming the argument, not downstream):
+    devices, dtypes, and the shapes wherever every size is a plain int (a dynamic shape's
+    symbolic sizes are left to the kernel)."""
+    _same_device(op, labels, bound)
+    tensors = {label: bound[label] for label in labels if bound[label] is not None}
+    dtype = check_kind(f"{op}: source", bound["source"]).dtype
+    for label, tensor in tensors.items():
+        check_kind(f"{op}: {label}", tensor, dtype)
+    if all(type(size) is int for tensor in tensors.values() for size in tensor.shape):
+        infer_sizes(op, cell.spec, tensors, bound["bidirectional"])
+
+
 def forward_fake(cell: TorchCell, bound: dict[str, Any]) -> tuple[torch.Tensor, ...]:
-    _same_device(cell.spec.name, cell.forward_inputs, bound)
+    _fake_checks(cell, cell.spec.name, cell.forward_inputs, bound)
     source, weight = bound["source"], bound["recurrentWeight"]
     if source.dim() != 3:
         raise ValueError(f"{cell.spec.name}: source: expected rank 3 [T, N, I], "
@@ -196,7 +217,7 @@ def forward_fake(cell: TorchCell, bound: dict[str, Any]) -> tuple[torch.Tensor, 
 
 
 def gradient_fake(cell: TorchCell, bound: dict[str, Any]) -> list[torch.Tensor]:
-    _same_device(cell.spec.gradient_name, cell.gradient_inputs, bound)
+    _fake_checks(cell, cell.spec.gradient_name, cell.gradient_inputs, bound)
     given = {label: bound[label] for label in cell.gradient_inputs}
     return [given[label].new_empty(given[label].shape) for label in _returned(cell, given)]
 
