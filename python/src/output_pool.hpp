@@ -13,6 +13,8 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <new>
+#include <string>
 #include <vector>
 
 #include "rnngraph/memory.hpp"
@@ -28,8 +30,36 @@ constexpr size_t kKeptOutputBytes = size_t(1) << 20;
 KeptBlock* output_block(size_t bytes);
 void release_output_block(KeptBlock* block);
 
+// An output whose dims, times the item size, pass PY_SSIZE_T_MAX (NumPy's limit, which it
+// applies to the non-zero dims even of an empty array: T = 0 with N = 2^60). Raised as a
+// MemoryError naming the op (call_arguments.hpp, naming_memory_errors) where NumPy would
+// give a ValueError that names nothing.
+class OutputTooLarge : public std::bad_alloc {
+ public:
+  explicit OutputTooLarge(const std::vector<py::ssize_t>& dims) {
+    message_ = "an output of shape [";
+    for (size_t i = 0; i < dims.size(); ++i) message_ += (i ? ", " : "") + std::to_string(dims[i]);
+    message_ += "] is too large for an array";
+  }
+  const char* what() const noexcept override { return message_.c_str(); }
+
+ private:
+  std::string message_;
+};
+
+template <class S>
+void check_representable(const std::vector<py::ssize_t>& dims) {
+  size_t product = sizeof(S);
+  for (auto d : dims) {
+    if (d == 0) continue;
+    if (product > size_t(PY_SSIZE_T_MAX) / static_cast<size_t>(d)) throw OutputTooLarge(dims);
+    product *= static_cast<size_t>(d);
+  }
+}
+
 template <class S>
 py::array_t<S> pooled_array(const std::vector<py::ssize_t>& dims) {
+  check_representable<S>(dims);
   size_t count = 1;
   for (auto d : dims) count *= static_cast<size_t>(d);
   KeptBlock* block = output_block(std::max<size_t>(count * sizeof(S), 1));

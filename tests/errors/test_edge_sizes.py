@@ -81,3 +81,26 @@ def test_single_step_and_single_row(case, rng):
     sig = signals(case, rng)
     analytic = gradients(case, x, sig)
     check_gradients(case, x, sig, analytic, through=("reference",))
+
+
+@pytest.mark.parametrize("training", [False, True])
+def test_an_empty_sequence_of_a_batch_too_large_for_an_array(training):
+    """T = 0 with N = 2^59: nothing to compute, but zState's shape [0, N, 4H] (and with H = 4
+    h's too) has more bytes than an array can: a MemoryError naming the op, as for any
+    output too large to allocate, not NumPy's ValueError naming nothing. N = 2^56 fits."""
+    import rnngraph as rg
+
+    def run(N):
+        g = rg.Graph()
+        source = g.placeholder(shape=(None, None, 1), dataType=rg.float32, name="source")
+        weights = {label: g.placeholder(shape=(16, width), dataType=rg.float32, name=label)
+                   for label, width in (("inputWeight", 1), ("recurrentWeight", 4))}
+        outputs = g.LSTM(source=source, **weights,
+                         descriptor=rg.LSTMDescriptor(training=training))
+        feeds = {source: np.empty((0, N, 1), np.float32),
+                 **{t: np.zeros(t.shape, np.float32) for t in weights.values()}}
+        return g.run(feeds=feeds, targetTensors=list(outputs))
+
+    assert all(a.shape[:2] == (0, 2**56) for a in run(2**56).values())
+    with pytest.raises(MemoryError, match=r"^LSTM: .*output of shape \[0, 576460752303423488"):
+        run(2**59)
