@@ -65,6 +65,10 @@ def _real_array(value: ArrayLike, where: str) -> NDArray[Any]:
     ``where``: a symbolic Tensor, ragged nested lists or a non-numeric dtype are refused."""
     if isinstance(value, Tensor):
         raise TypeError(f"{where}: expected an array, got a symbolic Tensor")
+    if isinstance(value, np.ma.MaskedArray) and np.ma.is_masked(value):
+        # np.asarray would drop the mask and compute with whatever the masked slots hold
+        raise ValueError(f"{where}: a masked array with masked elements; fill them first "
+                         "(value.filled(x)), or pass value.data to use what they hold")
     try:
         array = np.asarray(value)
     except ValueError as error:  # ragged nested lists

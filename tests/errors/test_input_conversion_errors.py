@@ -68,6 +68,22 @@ def test_constant_errors_name_the_method_and_argument(arguments, error, label):
         rg.Graph().constant(**arguments)
 
 
+def test_a_masked_array_with_masked_elements_is_refused():
+    """np.asarray drops a mask: the op would compute with whatever the masked slots hold.
+    A feed or constant with masked elements is refused by name; one without is its data."""
+    g = rg.Graph()
+    x = g.placeholder(shape=(3,), dataType=rg.float32, name="x")
+    doubled = g.addition(x, x)
+    data = np.array([1.0, 2.0, 3.0], np.float32)
+    with pytest.raises(ValueError, match=r"^run: feed for 'x': a masked array with masked"):
+        g.run(feeds={x: np.ma.masked_array(data, mask=[0, 1, 0])}, targetTensors=[doubled])
+    with pytest.raises(ValueError, match=r"^constant: value: a masked array with masked"):
+        g.constant(np.ma.masked_array(data, mask=[1, 0, 0]))
+    unmasked = np.ma.masked_array(data, mask=False)
+    out = g.run(feeds={x: unmasked}, targetTensors=[doubled])[doubled]
+    np.testing.assert_array_equal(out, 2 * data)
+
+
 def test_constant_still_fills_reshapes_and_converts():
     g = rg.Graph()
     filled = g.constant(2.0, shape=(np.int64(2), 3))
