@@ -7,7 +7,7 @@ redispatch, the output alias check) on the way in and again for its gradient op.
 a long recurrent kernel those layers run from cold caches, and on a training row of
 BENCHMARKS.md they cost about 0.3 ms per op (measured: benchmarks/results/torch-adapter-*).
 The eager path skips them; anything else (torch.compile, torch.export, fake or meta tensors,
-tensor subclasses, an active dispatch mode) goes through the ops, which those systems see.
+tensor subclasses, an active dispatch mode, torch.func's transforms) goes through the ops, which those systems see.
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ if TYPE_CHECKING:
 def eager(tensors: Sequence[torch.Tensor | None]) -> bool:
     """Whether a call on ``tensors`` may take the direct path: plain CPU tensors in eager
     mode, with no tracing system or dispatch mode that needs to see the op."""
-    if torch.compiler.is_compiling() or _get_current_dispatch_mode() is not None:
+    if (torch.compiler.is_compiling() or _get_current_dispatch_mode() is not None
+            or torch._C._are_functorch_transforms_active()):  # vmap, grad: their wrappers
         return False
     return all(t is None or (type(t) in _PLAIN and t.is_cpu) for t in tensors)
 
@@ -193,6 +194,12 @@ def call(cell: TorchCell, inputs: dict[str, torch.Tensor | None], options: dict[
             return outputs
         if not recorded:
             return _forward(cell, tensors, options, training=False)[2]
+    if recorded and torch._C._are_functorch_transforms_active():
+        # torch's custom-op autograd has no torch.func support: say so, and what works
+        raise RuntimeError(f"rnngraph.torch.{cell.spec.name}: torch.func transforms (vmap, "
+                           "grad, jacrev) run rnngraph's ops only outside autograd: call it "
+                           "under torch.no_grad() (or on tensors that do not require grad), "
+                           "or loop over the mapped dimension for gradients")
     op = getattr(getattr(torch.ops, _ops.NAMESPACE), cell.op)
     outputs = op(**_op_states(inputs, options), **options, training=training)
     D, N, H = _sizes(inputs["source"], inputs["recurrentWeight"], options)

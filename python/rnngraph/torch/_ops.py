@@ -26,6 +26,7 @@ from rnngraph.torch._arrays import as_array, as_tensor, check_kind, check_tensor
 from rnngraph.torch._cells import CELLS, TorchCell
 from rnngraph.torch._states import to_op
 from rnngraph.torch._threads import follow_torch
+from rnngraph.torch._vmap import per_element_rule
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -321,6 +322,8 @@ def _register(cell: TorchCell) -> None:
                                           mutates_args=(), device_types="cpu",
                                           schema=gradient_schema(cell))
     gradient_op.register_fake(gradients_meta)
+    for op, name in ((forward_op, cell.spec.name), (gradient_op, cell.spec.gradient_name)):
+        torch.library.register_vmap(op, per_element_rule(op, name))
 
 
 for _cell in CELLS:
