@@ -86,8 +86,9 @@ def _core_options(cell: TorchCell, options: tuple[tuple[str, Any], ...]) -> Core
     activations = cell.spec.descriptor_type._activations
     # An activation is checked here: past int32 the core's constructor would refuse it with
     # pybind11's signature list instead of the op and the argument.
-    checked = {name: int(as_activation(value, f"{cell.spec.name}: {name}"))
-               if name in activations else value for name, value in options}
+    checked: dict[str, Any] = {
+        name: int(as_activation(value, f"{cell.spec.name}: {name}")) if name in activations
+        else value for name, value in options}
     return cell.spec.options_type(**checked)
 
 
