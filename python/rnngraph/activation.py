@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 
-import numpy as np
+from rnngraph.ops.arguments import is_integer
 
 
 class RNNActivation(enum.IntEnum):
@@ -20,7 +20,7 @@ class RNNActivation(enum.IntEnum):
 def as_activation(value: object, where: str) -> RNNActivation:
     """Accept an RNNActivation or its raw value 0..4 (a Python or NumPy integer); anything
     else is an error."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+    if not is_integer(value):
         raise TypeError(f"{where}: expected an RNNActivation, got {value!r}")
     value = int(value)
     try:

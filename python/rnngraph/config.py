@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from rnngraph._native import core as _core
 from rnngraph._native import supported_levels
+from rnngraph.ops.arguments import is_integer
 
 _MAX_THREADS = 2**31 - 1  # the core's int (a team never exceeds its work's items)
 _chosen = False  # set_num_threads was called (see num_threads_chosen)
@@ -48,7 +47,7 @@ def show_config() -> None:
 
 def set_num_threads(n: int) -> None:
     """Set the threads rnngraph's kernels use (``n >= 1``); NumPy's BLAS is not touched."""
-    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+    if not is_integer(n):
         raise TypeError(f"set_num_threads: expected an int, got {n!r}")
     n = int(n)  # (a NumPy integer too)
     if not 1 <= n <= _MAX_THREADS:

@@ -23,6 +23,7 @@ from rnngraph.dtypes import (
     naming_memory_errors,
 )
 from rnngraph.ops.activations import ActivationOps
+from rnngraph.ops.arguments import is_integer
 from rnngraph.ops.arithmetic import ArithmeticOps
 from rnngraph.ops.conversion import ConversionOps
 from rnngraph.ops.gru import GRUOps
@@ -416,7 +417,7 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps, StateOps, ArithmeticOps, Activati
 
 def _is_size(d: object) -> TypeGuard[int | np.integer[Any]]:
     """A non-negative int (a NumPy integer too; not a bool)."""
-    return not isinstance(d, bool) and isinstance(d, (int, np.integer)) and bool(d >= 0)
+    return is_integer(d) and bool(d >= 0)
 
 
 def _constant_shape(shape: Iterable[object], where: str) -> tuple[int, ...]:

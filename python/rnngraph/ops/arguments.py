@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import numpy as np
 
@@ -10,10 +10,15 @@ if TYPE_CHECKING:
     from rnngraph.tensor import Tensor
 
 
+def is_integer(value: object) -> TypeGuard[int | np.integer[Any]]:
+    """A Python or NumPy integer, not a bool (NumPy's bool is not one of its integer types)."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
 def integer_argument(op: str, label: str, value: object, minimum: int | None = None) -> int:
     """A Python or NumPy int (not a bool) at least ``minimum``, else an error naming the op
     and the label."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+    if not is_integer(value):
         raise TypeError(f"{op}: {label}: expected an int, got {value!r}")
     if minimum is not None and value < minimum:
         raise ValueError(f"{op}: {label}: expected an int >= {minimum}, got {value}")

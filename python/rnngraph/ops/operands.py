@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rnngraph.dtypes import DataType, as_data_type
+from rnngraph.ops.arguments import is_integer
 from rnngraph.shapes import shape_text
 from rnngraph.tensor import Tensor
 
@@ -103,7 +104,7 @@ def broadcast_shapes(op: str, shapes: Mapping[str, Shape]) -> Shape:
 
 def axis_index(op: str, label: str, axis: object, rank: int) -> int:
     """A Python or NumPy int axis in [-rank, rank), as a non-negative index."""
-    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+    if not is_integer(axis):
         raise TypeError(f"{op}: {label}: expected an int axis, got {axis!r}")
     if not -rank <= axis < rank:
         raise ValueError(f"{op}: {label}: axis {axis} is out of range for rank {rank}")
@@ -113,7 +114,7 @@ def axis_index(op: str, label: str, axis: object, rank: int) -> int:
 def ordered_axes(op: str, label: str, axes: object, rank: int) -> tuple[int, ...]:
     """A sequence of distinct axes (or one int axis), each as ``axis_index`` reads it, in
     the given order."""
-    if isinstance(axes, (int, np.integer)) and not isinstance(axes, bool):
+    if is_integer(axes):
         axes = [axes]
     if not isinstance(axes, Iterable) or isinstance(axes, (str, bytes)):
         raise TypeError(f"{op}: {label}: expected a sequence of int axes, got {axes!r}")
