@@ -40,8 +40,10 @@ const CellTraits& traits(const SingleGateRNNOptions&) { return kSingleGate; }
 const CellTraits& traits(const LSTMOptions&) { return kLSTM; }
 const CellTraits& traits(const GRUOptions&) { return kGRU; }
 
-// An activation given as an int (an RNNActivation is one): ValueError outside 0..4.
-Activation activation(int value, const std::string& where) {
+// An activation given as an int (an RNNActivation is one), taken as 64 bits (torch's int
+// arguments, NumPy's int64): ValueError outside 0..4.
+using RawActivation = long long;
+Activation activation(RawActivation value, const std::string& where) {
   return activation_from_int(value, where.c_str());
 }
 
@@ -111,7 +113,7 @@ CellOptions options_from(const py::handle& options, const std::string& where) {
 void bind_cell_options(py::module_& m) {
   using py::arg;
   auto act_arg = [](const char* name, Activation fallback) {
-    return arg(name).noconvert() = static_cast<int>(fallback);
+    return arg(name).noconvert() = static_cast<RawActivation>(fallback);
   };
   auto flag_arg = [](const char* name) { return arg(name).noconvert() = false; };
 
@@ -119,7 +121,7 @@ void bind_cell_options(py::module_& m) {
                                      "singleGateRNN's descriptor, parsed.")
       .activation("activation", &SingleGateRNNOptions::activation)
       .init(
-          [](bool reverse, bool bidirectional, int act) {
+          [](bool reverse, bool bidirectional, RawActivation act) {
             SingleGateRNNOptions o;
             o.reverse = reverse;
             o.bidirectional = bidirectional;
@@ -136,8 +138,8 @@ void bind_cell_options(py::module_& m) {
       .activation("outputGateActivation", &LSTMOptions::outputGateActivation)
       .activation("activation", &LSTMOptions::activation)
       .init(
-          [](bool reverse, bool bidirectional, bool forgetGateLast, int i, int f, int z, int out,
-             int act) {
+          [](bool reverse, bool bidirectional, bool forgetGateLast, RawActivation i,
+             RawActivation f, RawActivation z, RawActivation out, RawActivation act) {
             LSTMOptions o;
             o.reverse = reverse;
             o.bidirectional = bidirectional;
@@ -165,7 +167,7 @@ void bind_cell_options(py::module_& m) {
       .activation("outputGateActivation", &GRUOptions::outputGateActivation)
       .init(
           [](bool reverse, bool bidirectional, bool resetGateFirst, bool resetAfter, bool flipZ,
-             int z, int r, int out) {
+             RawActivation z, RawActivation r, RawActivation out) {
             GRUOptions o;
             o.reverse = reverse;
             o.bidirectional = bidirectional;

@@ -114,9 +114,9 @@ def test_the_fake_kernel_refuses_what_the_kernel_refuses(device, label, shape, e
 @pytest.mark.parametrize("value", [5, -1, 2**31, 2**63 - 1])
 def test_an_activation_out_of_range_names_the_op_and_argument(value):
     """The raw op's activations are ints in its schema: past 0..4 (even past int32, where the
-    core's constructor would refuse it with its own signature list) a ValueError names them."""
+    core's options once refused it with pybind11's signature list) a ValueError names them."""
     for name in ("activation", "cellGateActivation"):
-        with pytest.raises(ValueError, match=rf"^LSTM: {name}: expected an RNNActivation"):
+        with pytest.raises(ValueError, match=rf"^LSTM: {name}: activation must be 0\.\.4"):
             op("lstm")(**raw_inputs("lstm"), **{name: value})
 
 

@@ -19,7 +19,6 @@ import numpy as np
 import torch
 
 from rnngraph._native import core as _core
-from rnngraph.activation import as_activation
 from rnngraph.dtypes import naming_memory_errors
 from rnngraph.ops.layouts import infer_sizes, normalise
 from rnngraph.torch._arrays import as_array, as_tensor, check_kind, check_tensor
@@ -83,13 +82,7 @@ def names_and_defaults(cell: TorchCell, tensors: tuple[str, ...],
 
 @functools.lru_cache(maxsize=512)
 def _core_options(cell: TorchCell, options: tuple[tuple[str, Any], ...]) -> CoreOptions:
-    activations = cell.spec.descriptor_type._activations
-    # An activation is checked here: past int32 the core's constructor would refuse it with
-    # pybind11's signature list instead of the op and the argument.
-    checked: dict[str, Any] = {
-        name: int(as_activation(value, f"{cell.spec.name}: {name}")) if name in activations
-        else value for name, value in options}
-    return cell.spec.options_type(**checked)
+    return cell.spec.options_type(**dict(options))
 
 
 def _options(cell: TorchCell, bound: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
