@@ -11,7 +11,6 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
-#include <algorithm>
 #include <cstddef>
 #include <new>
 #include <string>
@@ -47,22 +46,27 @@ class OutputTooLarge : public std::bad_alloc {
   std::string message_;
 };
 
+// The bytes an output of `dims` takes (1 for an empty one: a block to own), or
+// OutputTooLarge.
 template <class S>
-void check_representable(const std::vector<py::ssize_t>& dims) {
-  size_t product = sizeof(S);
+size_t output_bytes(const std::vector<py::ssize_t>& dims) {
+  size_t bytes = sizeof(S);
+  bool empty = false;
   for (auto d : dims) {
-    if (d == 0) continue;
-    if (product > size_t(PY_SSIZE_T_MAX) / static_cast<size_t>(d)) throw OutputTooLarge(dims);
-    product *= static_cast<size_t>(d);
+    if (d == 0) {
+      empty = true;
+    } else if (bytes > size_t(PY_SSIZE_T_MAX) / static_cast<size_t>(d)) {
+      throw OutputTooLarge(dims);
+    } else {
+      bytes *= static_cast<size_t>(d);
+    }
   }
+  return empty ? 1 : bytes;
 }
 
 template <class S>
 py::array_t<S> pooled_array(const std::vector<py::ssize_t>& dims) {
-  check_representable<S>(dims);
-  size_t count = 1;
-  for (auto d : dims) count *= static_cast<size_t>(d);
-  KeptBlock* block = output_block(std::max<size_t>(count * sizeof(S), 1));
+  KeptBlock* block = output_block(output_bytes<S>(dims));
   py::capsule owner(block, [](void* p) { release_output_block(static_cast<KeptBlock*>(p)); });
   return py::array_t<S>(dims, static_cast<S*>(block->data), owner);
 }
