@@ -7,23 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from pytorch.torch_helpers_api import CELLS, H, I, build, sample
+from pytorch.torch_helpers_api import CELLS, H, I, build, raw_inputs, sample
 
 F64 = torch.float64
 OPS = {"single_gate_rnn": "singleGateRNN", "lstm": "LSTM", "gru": "GRU"}
-
-
-def raw_inputs(cell, dtype=F64):
-    """Valid keyword arguments of torch.ops.rnngraph.<cell>: every tensor input but the mask
-    (T=5, N=2, unidirectional; the GRU with resetAfter for secondaryBias)."""
-    G, generator = CELLS[cell].gates, torch.Generator().manual_seed(3)
-    shapes = {"source": (5, 2, I), "recurrentWeight": (G * H, H), "inputWeight": (G * H, I),
-              "bias": (G * H,), "initState": (2, H)}
-    shapes.update({"lstm": {"initCell": (2, H), "peephole": (4 * H,)},
-                   "gru": {"secondaryBias": (H,)}}.get(cell, {}))
-    inputs = {label: torch.randn(shape, generator=generator, dtype=dtype) / 2
-              for label, shape in shapes.items()}
-    return inputs | ({"resetAfter": True} if cell == "gru" else {})
 
 
 def op(cell):

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from pytorch.test_torch_errors import raw_inputs
-from pytorch.torch_helpers_api import CELLS, I, build
+from pytorch.torch_helpers_api import CELLS, I, build, raw_inputs
 
 B = 4  # the mapped dimension
 

@@ -1,5 +1,6 @@
 """Small builders shared by the PyTorch adapter's API tests (test_torch_modules, _errors,
-_zero_copy, _threads): the three cells, a module with seeded weights, and seeded inputs."""
+_zero_copy, _threads, _vmap): the three cells, a module with seeded weights, seeded inputs,
+and the raw ops' keyword arguments."""
 
 from __future__ import annotations
 
@@ -67,3 +68,16 @@ def sample(module: Any, T: int = 5, N: int = 3, *, seed: int = 1) -> tuple[torch
     state = (directions(module), N, module.hidden_size)
     hx = (draw(*state), draw(*state)) if isinstance(module, rt.LSTM) else draw(*state)
     return x, hx
+
+
+def raw_inputs(cell: str, dtype: torch.dtype = torch.float64) -> dict[str, Any]:
+    """Valid keyword arguments of torch.ops.rnngraph.<cell>: every tensor input but the mask
+    (T=5, N=2, unidirectional; the GRU with resetAfter for secondaryBias)."""
+    G, generator = CELLS[cell].gates, torch.Generator().manual_seed(3)
+    shapes = {"source": (5, 2, I), "recurrentWeight": (G * H, H), "inputWeight": (G * H, I),
+              "bias": (G * H,), "initState": (2, H)}
+    shapes.update({"lstm": {"initCell": (2, H), "peephole": (4 * H,)},
+                   "gru": {"secondaryBias": (H,)}}.get(cell, {}))
+    inputs = {label: torch.randn(shape, generator=generator, dtype=dtype) / 2
+              for label, shape in shapes.items()}
+    return inputs | ({"resetAfter": True} if cell == "gru" else {})
