@@ -1,7 +1,7 @@
 """One process of an A/B between two builds: rows in bench_rnn.py's sweep order at the given
 thread counts; prints one JSON line of medians in ms ({"label", "file", "row@threads": ms}).
 
-    python3 benchmarks/ab_sweep.py LABEL 8,16 1,2,3,4,5,6
+    python3 benchmarks/ab_sweep.py LABEL 8,16 1-6
 
 ab_two_builds.sh runs it alternately against two builds (a change and the revision before).
 """
@@ -12,7 +12,7 @@ import json
 import sys
 
 from ours import make_step
-from rows import BY_ID
+from rows import parse_rows
 from timing import measure
 
 import rnngraph as rg
@@ -22,7 +22,7 @@ def main(label: str, threads: str, rows: str) -> None:
     out = {"label": label, "file": rg.__file__}
     for count in (int(t) for t in threads.split(",")):
         rg.set_num_threads(count)
-        for row in (BY_ID[int(r)] for r in rows.split(",")):
+        for row in parse_rows(rows):
             budget = 1.0 if row.mode == "infer" else 2.0
             out[f"{row.id}@{count}"] = measure(make_step(row), budget_s=budget)["median_ms"]
     print(json.dumps(out), flush=True)
