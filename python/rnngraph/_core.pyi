@@ -105,6 +105,7 @@ def rnn_forward(
     training: bool = False,
     packed: PackedWeights | None = None,
     final_states: Literal[False] = False,
+    recurrent_product: Literal[False] = False,
 ) -> tuple[_Array, _Array | None, _Array | None]:
     """Forward pass of one RNN op; inputs by Swift label. Returns (h, c or None, zState or
     None): c for LSTM only, zState with ``training``."""
@@ -117,14 +118,55 @@ def rnn_forward(
     training: bool = False,
     packed: PackedWeights | None = None,
     final_states: Literal[True],
+    recurrent_product: Literal[False] = False,
 ) -> tuple[_Array, _Array | None, _Array | None, _Array, _Array | None]:
     """As above, then each direction's final h and c (LSTM only) ``[D, N, H]``."""
+
+@overload
+def rnn_forward(
+    options: _Options,
+    inputs: dict[str, _Array | None],
+    *,
+    training: bool = False,
+    packed: PackedWeights | None = None,
+    final_states: Literal[False] = False,
+    recurrent_product: Literal[True],
+) -> tuple[_Array, _Array | None, _Array | None, _Array | None]:
+    """(h, c, zState) as above, then the internal ``recurrentProduct`` [T, N, D·H] that a
+    training resetAfter GRU keeps for rnn_gradients (hm·R_oᵀ + b2 of every step; None
+    otherwise)."""
+
+@overload
+def rnn_forward(
+    options: _Options,
+    inputs: dict[str, _Array | None],
+    *,
+    training: bool = False,
+    packed: PackedWeights | None = None,
+    final_states: Literal[True],
+    recurrent_product: Literal[True],
+) -> tuple[_Array, _Array | None, _Array | None, _Array, _Array | None, _Array | None]:
+    """(h, c, zState, final h, final c) as above, then ``recurrentProduct``."""
+
+@overload
+def rnn_forward(
+    options: _Options,
+    inputs: dict[str, _Array | None],
+    *,
+    training: bool = False,
+    packed: PackedWeights | None = None,
+    final_states: bool = False,
+    recurrent_product: bool = False,
+) -> tuple[_Array | None, ...]:
+    """Either flag as a plain bool: one of the tuples above."""
 
 def rnn_gradients(options: _Options, inputs: dict[str, _Array | None]) -> dict[str, _Array]:
     """Gradient op of one RNN; inputs by Swift label. Returns {label: gradient} for source,
     recurrentWeight and each given optional input. The LSTM also takes the internal
     ``cellSequenceGradient`` [T, N, D·H]: dL/dc for every step of the cell sequence (what
-    Graph.gradients passes when the loss reads c)."""
+    Graph.gradients passes when the loss reads c). A resetAfter GRU also takes the internal
+    ``recurrentProduct`` [T, N, D·H] that its rnn_forward kept, instead of computing it from
+    outputFwd again."""
 
 def matmul(a: _Array, b: _Array) -> _Array:
     """a [m, k] · b [k, n] on rnngraph's threads and BLAS (float32 or float64; each operand

@@ -24,6 +24,7 @@ from rnngraph.ops import (
     slicing,
     state,
 )
+from rnngraph.ops.forward_matching import forward_outputs
 from rnngraph.ops.operands import ones_like, record, zeros_like
 from rnngraph.ops.recurrent import gradient_op
 from rnngraph.tensor import Tensor
@@ -45,18 +46,7 @@ def training_outputs(graph: GraphBuilder, op: Operation) -> dict[str, Tensor]:
     """The recurrent forward ``op``'s outputs by name, with its training state: an op built
     without ``training`` becomes a training op in place (its existing outputs unchanged, the
     state added), so the forward pass runs once for the outputs and the gradient."""
-    spec, names = op.attrs["spec"], list(op.attrs["outputs"])
-    missing = [k for k in spec.training_outputs if k not in names]
-    if missing:
-        dtype = op.outputs[0].dataType
-        for k in missing:
-            op.outputs.append(Tensor(graph, op, len(op.outputs),  # type: ignore[arg-type]
-                                     op.attrs["shape_of"][k], dtype, f"{op.name}/{k}"))
-        names += missing
-        op.attrs["outputs"] = names
-        op.compute = op.attrs["compute_for"](names)
-        graph._plans.clear()  # plans that ran the op without its state
-    return dict(zip(names, op.outputs))
+    return forward_outputs(graph, op, op.attrs["spec"].training_outputs)
 
 
 def _check_constant_inputs(op: Operation, labels: tuple[str, ...], wanted: set[str],

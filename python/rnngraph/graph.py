@@ -213,7 +213,7 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps, StateOps, ArithmeticOps, Activati
             label = name if not suffix else f"{name}/{suffix}"
             op.outputs.append(Tensor(self, op, index, shape, dtype, label))
         self._ops.append(op)
-        return op.outputs
+        return list(op.outputs)  # the caller's own list: outputs added later stay internal
 
     def _own(self, tensor: object, where: str) -> Tensor:
         if not isinstance(tensor, Tensor):

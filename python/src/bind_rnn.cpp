@@ -138,7 +138,7 @@ py::array_t<S> final_states(const S* sequence, const S* initial, const RNNShape&
 
 template <class S>
 py::tuple forward_typed(const CellOptions& opts, const Inputs& in, bool training,
-                        const PackedWeights* packed, bool finals) {
+                        const PackedWeights* packed, bool finals, bool keep_product) {
   const std::string op = traits_of(opts).op;
   const bool lstm = std::holds_alternative<LSTMOptions>(opts);
   const RNNShape s = infer_shape(opts, op, in);
@@ -165,15 +165,25 @@ py::tuple forward_typed(const CellOptions& opts, const Inputs& in, bool training
     a.zState = z_out.mutable_data();
     z = z_out;
   }
+  py::object product = py::none();
+  const auto* gru = std::get_if<GRUOptions>(&opts);
+  if (keep_product && training && gru && gru->resetAfter) {
+    auto kept = output<S>({T, N, DH});
+    a.recurrentProduct = kept.mutable_data();
+    product = kept;
+  }
   {
     py::gil_scoped_release release;
     std::visit([&](const auto& options) { forward(options, s, a); }, opts);
   }
-  if (!finals) return py::make_tuple(h, c, z);
-  const bool reverse = std::visit([](const auto& options) { return options.reverse; }, opts);
-  py::object h_n = final_states<S>(a.output, a.initState, s, reverse), c_n = py::none();
-  if (lstm) c_n = final_states<S>(a.cellOutput, a.initCell, s, reverse);
-  return py::make_tuple(h, c, z, h_n, c_n);
+  py::tuple result = py::make_tuple(h, c, z);
+  if (finals) {
+    const bool reverse = std::visit([](const auto& options) { return options.reverse; }, opts);
+    py::object h_n = final_states<S>(a.output, a.initState, s, reverse), c_n = py::none();
+    if (lstm) c_n = final_states<S>(a.cellOutput, a.initCell, s, reverse);
+    result = result + py::make_tuple(h_n, c_n);
+  }
+  return keep_product ? result + py::make_tuple(product) : result;
 }
 
 template <class S>
@@ -193,6 +203,8 @@ py::dict gradients_typed(const CellOptions& opts, const Inputs& in) {
   a.cellGradient = in.array<S>("cellGradient", {N, DH});
   // LSTM only (the other cells do not take the label): laid out as cellOutputFwd.
   a.cellSequenceGradient = in.array<S>("cellSequenceGradient", {T, N, DH});
+  // GRU only: laid out as outputFwd.
+  a.recurrentProduct = in.array<S>("recurrentProduct", {T, N, DH});
 
   py::dict grads;
   auto make = [&](const char* label, const Shape& shape, S*& target) {
@@ -260,25 +272,29 @@ void bind_rnn(py::module_& m) {
   m.def(
       "rnn_forward",
       [](const py::object& options, const py::object& inputs, const py::object& training_arg,
-         const PackedWeights* packed, const py::object& finals_arg) {
+         const PackedWeights* packed, const py::object& finals_arg, const py::object& product_arg) {
         const CellOptions opts = options_from(options, "rnn_forward: options");
         const CellTraits& t = traits_of(opts);
         const bool training = strict_bool(training_arg, std::string(t.op) + ": training");
         const bool finals = strict_bool(finals_arg, std::string(t.op) + ": final_states");
+        const bool keep = strict_bool(product_arg, std::string(t.op) + ": recurrent_product");
         const Inputs in(inputs, t.op, t.forward_labels);
         return naming_memory_errors(t.op, [&] {
           return dispatch(t.op, "source", in["source"], [&](auto tag) {
-            return forward_typed<decltype(tag)>(opts, in, training, packed, finals);
+            return forward_typed<decltype(tag)>(opts, in, training, packed, finals, keep);
           });
         });
       },
       py::arg("options"), py::arg("inputs"), py::kw_only(), py::arg("training") = false,
       py::arg("packed") = nullptr, py::arg("final_states") = false,
+      py::arg("recurrent_product") = false,
       "Forward pass of one RNN op on dense arrays in SPEC.md layouts. inputs: {label: array or\n"
       "None} by Swift label; packed: the same recurrentWeight and inputWeight from\n"
       "pack_forward_weights, used in their place.\n"
       "Returns (h [T,N,D*H], c [T,N,D*H] or None, zState [T,N,D*G*H] or None); with\n"
-      "final_states, also each direction's final h and c [D,N,H] (c None but for the LSTM).");
+      "final_states, also each direction's final h and c [D,N,H] (c None but for the LSTM);\n"
+      "with recurrent_product, last, the internal recurrentProduct [T,N,D*H] that a training\n"
+      "resetAfter GRU keeps for rnn_gradients (hm*R_o^T + b2 of every step; None otherwise).");
   m.def(
       "rnn_gradients",
       [](const py::object& options, const py::object& inputs) {
@@ -293,8 +309,9 @@ void bind_rnn(py::module_& m) {
       py::arg("options"), py::arg("inputs"),
       "Gradient op of one RNN on dense arrays in SPEC.md layouts. inputs: {label: array or None}.\n"
       "The LSTM also takes the internal cellSequenceGradient, dL/dc for every step [T,N,D*H]\n"
-      "(laid out as cellOutputFwd). Returns {label: gradient} for source, recurrentWeight and\n"
-      "each given optional input.");
+      "(laid out as cellOutputFwd); a resetAfter GRU the internal recurrentProduct that\n"
+      "rnn_forward kept, used instead of computing it again. Returns {label: gradient} for\n"
+      "source, recurrentWeight and each given optional input.");
 }
 
 }  // namespace rnngraph::bind

@@ -33,8 +33,9 @@ const CellTraits kGRU{
     "GRUGradients",
     3,
     {"source", "recurrentWeight", "inputWeight", "bias", "initState", "mask", "secondaryBias"},
+    // recurrentProduct: internal (resetAfter only), hm·R_oᵀ + b2 as the forward op kept it.
     {"source", "recurrentWeight", "sourceGradient", "zState", "outputFwd", "stateGradient",
-     "inputWeight", "bias", "initState", "mask", "secondaryBias"}};
+     "recurrentProduct", "inputWeight", "bias", "initState", "mask", "secondaryBias"}};
 
 const CellTraits& traits(const SingleGateRNNOptions&) { return kSingleGate; }
 const CellTraits& traits(const LSTMOptions&) { return kLSTM; }

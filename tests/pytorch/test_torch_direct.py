@@ -1,6 +1,8 @@
 """The modules' eager path (rnngraph.torch._direct): taken for plain CPU tensors, left for
 the registered ops whenever a tracing system or a dispatch mode must see the call, and
-bit-identical to the ops in outputs and gradients."""
+bit-identical to the ops in outputs and gradients. (A resetAfter GRU's gradients agree to
+rounding: the eager path reads the recurrent product its forward kept, which the registered
+gradient op, given only the op's outputs, computes again.)"""
 
 from __future__ import annotations
 
@@ -66,6 +68,41 @@ def test_the_eager_path_equals_the_ops_bit_for_bit(cell, bidirectional, loss_of)
     for ours, theirs in zip(direct[0] + direct[1], through_ops[0] + through_ops[1],
                             strict=True):
         assert torch.equal(ours, theirs)
+
+
+def test_a_reset_after_gru_reads_the_product_its_forward_kept(monkeypatch):
+    """The eager path's gradient kernel gets the forward's recurrentProduct (hm·R_oᵀ + b2 of
+    every step) instead of computing it; the results match the ops' to float64 rounding."""
+    from rnngraph.torch import _ops
+
+    given: list[set[str]] = []
+    kernel = _ops.gradient_on_arrays
+
+    def spy(cell, dense, bound):
+        given.append(set(dense))
+        return kernel(cell, dense, bound)
+
+    monkeypatch.setattr(_ops, "gradient_on_arrays", spy)
+    for bidirectional in (False, True):
+        module = build("gru", bidirectional=bidirectional, resetAfter=True)
+        x, hx = sample(module)
+        x.requires_grad_(True)
+        hx.requires_grad_(True)
+        given.clear()
+        direct = step(module, x, hx)
+        assert len(given) == 1 and "recurrentProduct" in given[0]
+        with Recording():
+            through_ops = step(module, x, hx)
+        assert "recurrentProduct" not in given[-1]
+        for ours, theirs in zip(direct[0], through_ops[0], strict=True):
+            assert torch.equal(ours, theirs)
+        for ours, theirs in zip(direct[1], through_ops[1], strict=True):
+            assert (ours - theirs).abs().max() <= 1e-12 * max(1.0, theirs.abs().max())
+    given.clear()
+    reset_before = build("gru")
+    x, hx = sample(reset_before)
+    step(reset_before, x.requires_grad_(True), hx.requires_grad_(True))  # nothing kept
+    assert given and "recurrentProduct" not in given[0]
 
 
 @pytest.mark.parametrize("cell", CELLS)

@@ -101,7 +101,7 @@ def test_a_module_forward_and_backward_copy_nothing(core_calls, cell):
     x.requires_grad_()
     output, state = module(x)
     (output.sum() + (state[0] if cell == "lstm" else state).sum()).backward()
-    [(_, read, (h, c, z, h_n, _)), (_, read_back, returned)] = core_calls
+    [(_, read, (h, c, z, h_n, _, product)), (_, read_back, returned)] = core_calls
     parameters = dict(module.named_parameters())
     assert read == {"source": x.data_ptr()} | {n: p.data_ptr() for n, p in parameters.items()}
     assert output.data_ptr() == h
@@ -109,6 +109,9 @@ def test_a_module_forward_and_backward_copy_nothing(core_calls, cell):
     forward_outputs = {"zState": z, "outputFwd": h, "cellOutputFwd": c}
     for label in module._cell.saved_outputs:  # saved for backward as they were
         assert read_back[label] == forward_outputs[label], label
+    # a resetAfter GRU's kept recurrent product too; the other cells keep none
+    assert (product is not None) == (cell == "gru")
+    assert read_back.get("recurrentProduct") == product
     assert returned["source"] == x.grad.data_ptr()
     for name, parameter in parameters.items():
         assert returned[name] == parameter.grad.data_ptr(), name

@@ -82,6 +82,10 @@ struct ForwardArgs {
   S* output = nullptr;
   S* cellOutput = nullptr;
   S* zState = nullptr;
+  // Internal, GRU resetAfter only (no Swift label): where each step's hm·R_oᵀ + b2 is kept,
+  // [T, N, D·H] as output, for a gradient op that then need not compute it again (SPEC.md
+  // section 6). nullptr: not kept.
+  S* recurrentProduct = nullptr;
 };
 
 // Gradient-op buffers: the saved forward tensors in, one gradient per given input out
@@ -99,6 +103,9 @@ struct GradientArgs {
   // Internal, LSTM only (no Swift label): dL/dc_t for every step, [T, N, D·H] as
   // cellOutputFwd; added to the cell gradient at each step t. nullptr: zeros.
   const S* cellSequenceGradient = nullptr;
+  // Internal, GRU resetAfter only: hm·R_oᵀ + b2 for every step as its forward op kept it
+  // (ForwardArgs::recurrentProduct). nullptr: computed from outputFwd here.
+  const S* recurrentProduct = nullptr;
   const S* inputWeight = nullptr;
   const S* bias = nullptr;
   const S* initState = nullptr;

@@ -33,6 +33,8 @@ struct GRUCell : CellDefaults<S, GRUOptions::gates> {
   // resetAfter: one product over all three gates; otherwise the candidate's is the dependent one.
   int recurrent_gates() const { return o.resetAfter ? 3 : 2; }
   bool uses_dependent_product() const { return !o.resetAfter; }
+  // resetAfter: hm·R_oᵀ + b2 of every step, which the backward reads (prepare_backward).
+  bool keeps_product() const { return o.resetAfter; }
 
   static const S* candidate_weight(const Direction<S>& dir) {
     return dir.recurrentWeight + 2 * dir.H * dir.H;
@@ -77,6 +79,7 @@ struct GRUCell : CellDefaults<S, GRUOptions::gates> {
       const V r = update_and_reset(st, H, n, at);
       V q_o = at.load(st.q + n * 3 * H + go * H);
       if (dir.secondaryBias) q_o += at.load(dir.secondaryBias);
+      if (st.product) at.store(st.product + n * st.ld_product, q_o);  // for the gradient op
       candidate_and_state(st, H, n, at, x_prime(st, H, n, at, go) + r * q_o);
     });
   }
@@ -101,6 +104,10 @@ struct GRUCell : CellDefaults<S, GRUOptions::gates> {
 
   void prepare_backward(const Direction<S>& dir, CellBackwardState<S>& st) const {
     if (!o.resetAfter) return;
+    if (st.kept_product.base) {  // as the forward op computed it
+      st.views.q_o = st.kept_product;
+      return;
+    }
     // hm·R_oᵀ + b2 for every step at once (SPEC.md section 5): one GEMM [T·N, H] x [H, H].
     const Index TN = dir.T * dir.N, H = dir.H;
     st.buffer_a.resize(static_cast<size_t>(TN * H));

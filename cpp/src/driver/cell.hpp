@@ -75,6 +75,10 @@ struct CellDefaults {
     return st.output_fwd;
   }
 
+  // The forward op can keep a product of every step for its gradient op (the internal
+  // recurrentProduct of ForwardArgs and GradientArgs): the GRU with resetAfter only.
+  bool keeps_product() const { return false; }
+
   // Work over whole sequences before the backward loop (views and carries the steps read)
   // and after it (gradients summed over every step); all batch rows of one direction.
   void prepare_backward(const Direction<S>&, CellBackwardState<S>&) const {}

@@ -53,6 +53,8 @@ void recurrent_forward(const Cell& cell, const RNNShape& s, bool reverse, const 
   require(!a.packed || a.packed->matches(s),
           std::string(Cell::name) + ": packed weights of another shape");
   require(!Cell::has_cell_state || a.cellOutput, std::string(Cell::name) + ": missing cell buffer");
+  require(!a.recurrentProduct || cell.keeps_product(),
+          std::string(Cell::name) + ": recurrentProduct: kept by a resetAfter GRU only");
   if (s.T == 0 || s.N == 0) return;  // every output is empty
   FlushDenormals flush;
   const Index TN = s.T * s.N, DGH = s.DGH();
@@ -130,6 +132,8 @@ void recurrent_gradients(const Cell& cell, const RNNShape& s, bool reverse,
           gradient_op + "outputFwd is required");
   require(Cell::saved != SavedSequence::cellOutputFwd || a.cellOutputFwd,
           gradient_op + "cellOutputFwd is required");
+  require(!a.recurrentProduct || cell.keeps_product(),
+          gradient_op + "recurrentProduct: kept by a resetAfter GRU only");
   if (s.N == 0) return detail::empty_batch_gradients(s, a);  // no time loop over nothing
   FlushDenormals flush;
   const Index TN = s.T * s.N, I = s.I, H = s.H, GH = s.GH(), DGH = s.DGH();

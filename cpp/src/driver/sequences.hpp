@@ -39,6 +39,7 @@ void previous_sequence(const Direction<S>& dir, Seq<const S> seq, const S* init,
 template <class S>
 struct ForwardSequences {
   Seq<S> h, c, gates;  // h_t, c_t (LSTM) and zState (or a scratch row when not training)
+  Seq<S> product;      // GRU resetAfter's kept hm·R_oᵀ + b2 (base nullptr: not kept)
   const S* h0 = nullptr;
   Index h0_ld = 0;  // initial state and cell (zeros when absent)
   const S* c0 = nullptr;
@@ -73,6 +74,8 @@ struct ForwardSequences {
     st.ld_c = c.ld;
     st.gates = gates.at(t) + row0 * gates.ld;
     st.ld_gates = gates.ld;
+    st.product = product.base ? product.at(t) + row0 * product.ld : nullptr;
+    st.ld_product = product.ld;
     st.col1 = dir.H;
     return st;
   }
@@ -87,6 +90,7 @@ ForwardSequences<S> forward_sequences(const RNNShape& s, const ForwardArgs<S>& a
   std::fill(f.zeros.data(), f.zeros.data() + N * H, S(0));
   f.h = Seq<S>{a.output + d * H, N * DH, DH};
   f.c = Seq<S>{Cell::has_cell_state ? a.cellOutput + d * H : nullptr, N * DH, DH};
+  f.product = Seq<S>{a.recurrentProduct ? a.recurrentProduct + d * H : nullptr, N * DH, DH};
   if (a.zState) {
     f.gates = Seq<S>{a.zState + d * GH, N * DGH, DGH};
   } else {
@@ -155,6 +159,8 @@ void prepare_direction(const Cell& cell, const RNNShape& s, const GradientArgs<S
   state.views.gates = Seq<const S>{a.zState + d * GH, N * DGH, DGH};
   state.cell_fwd = Seq<const S>{a.cellOutputFwd ? a.cellOutputFwd + d * H : nullptr, N * DH, DH};
   state.output_fwd = Seq<const S>{a.outputFwd ? a.outputFwd + d * H : nullptr, N * DH, DH};
+  state.kept_product =
+      Seq<const S>{a.recurrentProduct ? a.recurrentProduct + d * H : nullptr, N * DH, DH};
   state.init_cell = a.initCell ? a.initCell + d * H : nullptr;
   state.cell_gradient = a.cellGradient ? a.cellGradient + d * H : nullptr;
   state.cell_sequence_gradient =

@@ -29,7 +29,9 @@ struct ForwardStep {
   S* c = nullptr;
   Index ld_c = 0;  // new cell (LSTM)
   S* gates = nullptr;
-  Index ld_gates = 0;    // this step's zState row
+  Index ld_gates = 0;  // this step's zState row
+  S* product = nullptr;
+  Index ld_product = 0;  // GRU resetAfter: where hm·R_oᵀ + b2 is kept, or nullptr
   S* scratch = nullptr;  // [N, 2H] contiguous
   // The hidden units [col0, col1) this step computes: all of them (0, H), unless a team cuts
   // the step by units (Cell::column_steps, team_loops.hpp).
@@ -113,6 +115,7 @@ struct CellBackwardState {
   std::vector<S> carry;                    // cell-owned, [N, H]
   Seq<const S> cell_fwd;                   // LSTM cellOutputFwd slice
   Seq<const S> output_fwd;                 // GRU outputFwd slice
+  Seq<const S> kept_product;               // GRU recurrentProduct slice, or base nullptr
   const S* init_cell = nullptr;            // ld D·H
   const S* cell_gradient = nullptr;        // ld D·H
   Seq<const S> cell_sequence_gradient;     // LSTM cellSequenceGradient slice, or base nullptr

@@ -1,5 +1,7 @@
 """A gradient op wired to a forward op of the same graph: its descriptor must agree, and
-inputs other than the forward op's are legal (as in MPSGraph) but warned about."""
+inputs other than the forward op's are legal (as in MPSGraph) but warned about. Wired to
+exactly its forward op's inputs and outputs, a resetAfter GRU's gradient op reads the
+recurrent product that its forward op kept (``kept_product``) instead of computing it again."""
 
 from __future__ import annotations
 
@@ -11,6 +13,9 @@ import numpy as np
 from rnngraph.tensor import Tensor
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+
+    from rnngraph._typing import GraphBuilder
     from rnngraph.descriptors import _Descriptor
     from rnngraph.graph import Operation
     from rnngraph.ops.recurrent import CellSpec
@@ -50,16 +55,13 @@ def _same_input(ours: Tensor, theirs: Tensor) -> bool:
             and np.array_equal(a.attrs["value"], b.attrs["value"], equal_nan=True))
 
 
-def warn_unmatched_inputs(op: str, spec: CellSpec, gradient: Operation) -> None:
-    """When zState comes from a forward op of this graph, warn (MPSGraph allows it) about
-    each of that op's inputs the gradient op was given differently: its gradients are then
-    those of another computation."""
-    producer = forward_of(spec, gradient.inputs["zState"])
-    if producer is None:
-        return
+def _differences(spec: CellSpec, producer: Operation,
+                 inputs: Mapping[str, Tensor | None]) -> list[tuple[str, str]]:
+    """Each input of the forward op ``producer`` that the gradient op's ``inputs`` give
+    differently: (label, how)."""
     differ = []
     for label, theirs in producer.inputs.items():
-        ours = gradient.inputs.get(label)
+        ours = inputs.get(label)
         if ours is None and theirs is None or (
                 ours is not None and theirs is not None and _same_input(ours, theirs)):
             continue
@@ -69,9 +71,55 @@ def warn_unmatched_inputs(op: str, spec: CellSpec, gradient: Operation) -> None:
             differ.append((label, f"not given to {spec.name}"))
         else:
             differ.append((label, f"{ours.name!r} instead of {theirs.name!r}"))
+    return differ
+
+
+def warn_unmatched_inputs(op: str, spec: CellSpec, gradient: Operation) -> None:
+    """When zState comes from a forward op of this graph, warn (MPSGraph allows it) about
+    each of that op's inputs the gradient op was given differently: its gradients are then
+    those of another computation."""
+    producer = forward_of(spec, gradient.inputs["zState"])
+    if producer is None:
+        return
+    differ = _differences(spec, producer, gradient.inputs)
     if differ:
         labels = ", ".join(label for label, _ in differ)
         details = "; ".join(f"{label}: {why}" for label, why in differ)
         warnings.warn(f"{op}: {labels}: not the inputs of the {spec.name} op {producer.name!r} "
                       f"that produced zState ({details}); {op} {gradient.name!r} then computes "
                       "the gradients of a different computation", UserWarning, stacklevel=4)
+
+
+def forward_outputs(graph: GraphBuilder, op: Operation, wanted: Iterable[str]) -> dict[str, Tensor]:
+    """The recurrent forward ``op``'s outputs by name, ``wanted`` among them: those it lacks
+    are added in place (its existing outputs unchanged), so the forward pass runs once for
+    everything read from it (a training state for Graph.gradients, a kept product)."""
+    names = list(op.attrs["outputs"])
+    missing = [k for k in wanted if k not in names]
+    if missing:
+        dtype = op.outputs[0].dataType
+        for k in missing:
+            op.outputs.append(Tensor(graph, op, len(op.outputs),  # type: ignore[arg-type]
+                                     op.attrs["shape_of"][k], dtype, f"{op.name}/{k}"))
+        names += missing
+        op.attrs["outputs"] = names
+        op.compute = op.attrs["compute_for"](names)
+        graph._plans.clear()  # plans that ran the op without them
+    return dict(zip(names, op.outputs))
+
+
+def kept_product(graph: GraphBuilder, spec: CellSpec, descriptor: _Descriptor,
+                 inputs: Mapping[str, Tensor | None]) -> Tensor | None:
+    """The internal ``recurrentProduct`` [T, N, D·H] of the forward op that produced
+    ``inputs``' zState, for its gradient op: hm·R_oᵀ + b2 of every step, which a resetAfter GRU's
+    forward op keeps as it goes and its gradient op would otherwise compute again in one
+    product [T·N, H] x [H, H] (SPEC.md section 6). Only when the gradient op reads exactly
+    that op's computation: its outputFwd and every input are the forward op's own (a gradient
+    op wired otherwise computes the product from what it was given). None when not kept."""
+    producer = forward_of(spec, inputs["zState"])
+    if producer is None or not spec.keeps_product(descriptor):
+        return None
+    outputs = dict(zip(producer.attrs["outputs"], producer.outputs))
+    if inputs.get("outputFwd") is not outputs.get("h") or _differences(spec, producer, inputs):
+        return None
+    return forward_outputs(graph, producer, ["recurrentProduct"])["recurrentProduct"]

@@ -19,6 +19,7 @@ GRU_CELL = CellSpec(
     descriptor_type=GRUDescriptor,
     gradient_required=("outputFwd",),
     returned=("source", "recurrentWeight", "inputWeight", "bias", "initState", "secondaryBias"),
+    product_flag="resetAfter",
 )
 
 

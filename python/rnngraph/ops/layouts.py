@@ -22,8 +22,10 @@ if TYPE_CHECKING:
 # Labels whose tensors are [N, D·H] states (also accepted as [1, N, D·H]).
 STATE_LABELS = ("initState", "initCell", "stateGradient", "cellGradient")
 # Labels whose tensors are [T, N, D·H] sequences. cellSequenceGradient (LSTM, internal: no
-# Swift label) is dL/dc for every step, laid out as cellOutputFwd.
-SEQUENCE_LABELS = ("sourceGradient", "outputFwd", "cellOutputFwd", "cellSequenceGradient")
+# Swift label) is dL/dc for every step, laid out as cellOutputFwd; recurrentProduct (GRU
+# resetAfter, internal) is hm·R_oᵀ + b2 of every step as the forward op kept it.
+SEQUENCE_LABELS = ("sourceGradient", "outputFwd", "cellOutputFwd", "cellSequenceGradient",
+                   "recurrentProduct")
 
 
 def layouts(label: str, spec: CellSpec, bidirectional: bool,

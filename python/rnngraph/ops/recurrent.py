@@ -15,7 +15,11 @@ import numpy as np
 
 from rnngraph._native import core as _core
 from rnngraph.dtypes import DataType, naming_memory_errors
-from rnngraph.ops.forward_matching import check_matching_forward, warn_unmatched_inputs
+from rnngraph.ops.forward_matching import (
+    check_matching_forward,
+    kept_product,
+    warn_unmatched_inputs,
+)
 from rnngraph.ops.layouts import fully_known, infer_sizes, normalise
 from rnngraph.tensor import Tensor
 
@@ -45,6 +49,13 @@ class CellSpec:
     training_outputs: tuple[str, ...] = ("h", "zState")  # a training op's outputs (section 5)
     # Descriptor properties that do not change the math of the gradient op.
     forward_only_flags: tuple[str, ...] = ("training", "produceCell")
+    # The descriptor flag under which a training forward op can keep the internal
+    # recurrentProduct for its gradient op (the GRU's resetAfter), or None.
+    product_flag: str | None = None
+
+    def keeps_product(self, descriptor: _Descriptor) -> bool:
+        """Whether this cell's forward op can keep recurrentProduct (forward_matching)."""
+        return self.product_flag is not None and bool(getattr(descriptor, self.product_flag))
 
     @property
     def name(self) -> str:
@@ -144,7 +155,8 @@ def forward_op(graph: GraphBuilder, spec: CellSpec, arguments: Arguments,
     T, N, H = sizes["T"], sizes["N"], sizes["H"]
     DH = None if H is None else D * H
     DGH = None if H is None else D * spec.gates * H
-    shape_of = {"h": (T, N, DH), "c": (T, N, DH), "zState": (T, N, DGH)}
+    shape_of = {"h": (T, N, DH), "c": (T, N, DH), "zState": (T, N, DGH),
+                "recurrentProduct": (T, N, DH)}
     wanted = outputs_for(descriptor)
     options = spec.core_options(descriptor)  # parsed once, used every run
 
@@ -156,9 +168,12 @@ def forward_op(graph: GraphBuilder, spec: CellSpec, arguments: Arguments,
     packed: PackedWeights | None = None
 
     def compute_for(names: list[str]) -> Compute:
-        """The op's run-time computation returning ``names`` (training when zState is one)."""
+        """The op's run-time computation returning ``names`` (training when zState is one;
+        recurrentProduct: kept for the gradient op, forward_matching.kept_product)."""
         training = "zState" in names
-        positions = [("h", "c", "zState").index(k) for k in names]  # in rnn_forward's result
+        keep = "recurrentProduct" in names
+        positions = [("h", "c", "zState", "recurrentProduct").index(k)  # in rnn_forward's result
+                     for k in names]
 
         def compute(arrays: RunArrays) -> list[NDArray[Any]]:
             nonlocal packed
@@ -171,13 +186,14 @@ def forward_op(graph: GraphBuilder, spec: CellSpec, arguments: Arguments,
                 packed = _core.pack_forward_weights(options, dense["recurrentWeight"],
                                                     dense["inputWeight"])
             produced: tuple[Any, ...] = _core.rnn_forward(options, dense, training=training,
-                                                          packed=packed)
+                                                          packed=packed, recurrent_product=keep)
             return [produced[i] for i in positions]  # (c, zState: None where not made)
 
         return compute
 
     # (autodiff turns a non-training op into a training one, keeping its outputs, when a
-    # gradient needs its state: "compute_for" and "shape_of" let it add the missing ones.)
+    # gradient needs its state, and a gradient op may ask for the kept product:
+    # "compute_for" and "shape_of" let forward_matching.forward_outputs add them.)
     return graph._add(op, name, tensors, compute_for(wanted),
                       [(k, shape_of[k], dtype) for k in wanted],
                       {"descriptor": descriptor, "spec": spec, "outputs": wanted,
@@ -197,6 +213,9 @@ def gradient_op(graph: GraphBuilder, spec: CellSpec, arguments: Arguments,
     bidirectional = descriptor.bidirectional
     sizes = infer_sizes(op, spec, inputs, bidirectional)
     tensors = to_tensors(graph, op, inputs, dtype)
+    product = kept_product(graph, spec, descriptor, tensors)
+    if product is not None:
+        tensors["recurrentProduct"] = product
     options = spec.core_options(descriptor)
     returned = [label for label in spec.returned if tensors.get(label) is not None]
     static = fully_known(tensors)

@@ -58,7 +58,7 @@ def _forward(cell: TorchCell, tensors: Sequence[torch.Tensor | None], options: d
     arrays = {label: _array(f"{op}: {label}", t, dtype)
               for label, t in zip(cell.forward_inputs, tensors)}
     read, produced = _ops.forward_on_arrays(cell, _op_states(arrays, options), options,
-                                            training)
+                                            training, keep_product=training)
     outputs = (produced["h"], *(produced[name] for name in cell.final_states))
     return read, produced, tuple(map(as_tensor, outputs))
 
@@ -112,8 +112,9 @@ class _Recurrent(torch.autograd.Function):
     initial and final states, and their gradients, are in torch.nn's layout ``[D, N, H]``:
     converted inside, in NumPy, they cost no autograd node.
 
-    What only the backward reads (zState, the LSTM's cell sequence) stays a NumPy array kept
-    on ``ctx`` rather than becoming an output: the gradient kernel reads it as it was written.
+    What only the backward reads (zState, the LSTM's cell sequence, a resetAfter GRU's kept
+    recurrent product) stays a NumPy array kept on ``ctx`` rather than becoming an output:
+    the gradient kernel reads it as it was written.
     So do the dense arrays the forward kernel read, which the backward passes to the gradient
     kernel once ``ctx.saved_tensors`` has checked that no input was modified in place since;
     their shapes were checked by the forward, and autograd gives the outputs' gradients the
@@ -155,6 +156,8 @@ class _Recurrent(torch.autograd.Function):
                      for name, g in zip(cell.differentiable_outputs, grads)}
         arguments = _ops.gradient_arguments(cell, inputs, ctx.produced, by_output,
                                             options["bidirectional"])
+        if "recurrentProduct" in ctx.produced:  # a resetAfter GRU's, kept by its forward
+            arguments["recurrentProduct"] = ctx.produced["recurrentProduct"]
         gradients = _ops.gradient_on_arrays(cell, arguments, options)
         return (None, None, *(None if label not in gradients
                               else as_tensor(_input_layout(label, gradients[label], t.shape,

@@ -100,24 +100,32 @@ def _arrays(op: str, labels: tuple[str, ...], bound: dict[str, Any]) -> dict[str
 # --- kernels -------------------------------------------------------------------------------
 
 def forward_on_arrays(cell: TorchCell, arrays: dict[str, Any], bound: dict[str, Any],
-                      training: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+                      training: bool,
+                      keep_product: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
     """The forward kernel on ``arrays`` (NumPy, by label; states in the op's layout) and the
     options in ``bound``, once their shapes are checked: the dense arrays it read (by
     label), and what it produced, as the core wrote it: h, the LSTM's cellSequence, zState
     (empty when not training), and the final states ``state`` (the LSTM's ``cell`` too) in
     torch.nn's layout ``[D, N, H]`` (SPEC.md section 4: each direction's last processed
-    step)."""
+    step). ``keep_product``: a training resetAfter GRU also keeps ``recurrentProduct`` for
+    its gradient kernel (hm·R_oᵀ + b2 of every step, which it then need not compute)."""
     op = cell.spec.name
     sizes = infer_sizes(op, cell.spec, arrays, bound["bidirectional"])
     with naming_memory_errors(op):
         dense = normalise(arrays, sizes, bound["bidirectional"])
     follow_torch()
-    h, c, z, h_n, c_n = _core.rnn_forward(_core_options(cell, _options(cell, bound)), dense,
-                                          training=training, final_states=True)
+    options = _core_options(cell, _options(cell, bound))
+    result: tuple[Any, ...] = _core.rnn_forward(options, dense, training=training,
+                                                final_states=True,
+                                                recurrent_product=keep_product)
+    h, c, z, h_n, c_n = result[:5]
+    product = result[5] if keep_product else None
     produced = {"h": h, "cellSequence": c, "state": h_n,
                 "zState": np.empty(0, h.dtype) if z is None else z}
     if c_n is not None:
         produced["cell"] = c_n
+    if product is not None:
+        produced["recurrentProduct"] = product
     return dense, produced
 
 
