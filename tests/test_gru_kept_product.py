@@ -24,15 +24,16 @@ from toolkit.paths import SPLITS, forced_paths
 DIRECTIONS = ("fwd", "reverse", "bi")
 
 
-def _inputs(rng, direction: str, dtype, T=6, N=5, I=7, H=9, mask=True):
-    """Dense core inputs of a resetAfter GRU with every optional input (mask 0/1)."""
+def _inputs(rng, direction: str, dtype, T=6, N=5, I=7, H=9, mask=True, initState=True):
+    """Dense core inputs of a resetAfter GRU with every optional input (mask 0/1), or
+    without the mask or initState."""
     D = 2 if direction == "bi" else 1
     x = {
         "source": rng.standard_normal((T, N, I)),
         "recurrentWeight": rng.standard_normal((2, 3 * H, H) if D == 2 else (3 * H, H)) * 0.4,
         "inputWeight": rng.standard_normal((D * 3 * H, I)) * 0.4,
         "bias": rng.standard_normal(D * 3 * H) * 0.3,
-        "initState": rng.standard_normal((N, D * H)) * 0.5,
+        "initState": rng.standard_normal((N, D * H)) * 0.5 if initState else None,
         "mask": (rng.random((T, N, D * H)) > 0.3).astype(float) if mask else None,
         "secondaryBias": rng.standard_normal(D * H) * 0.3,
     }
@@ -57,7 +58,8 @@ def _numpy_product(x: dict, h: np.ndarray, direction: str) -> np.ndarray:
         cols = slice(d * H, (d + 1) * H)
         backwards = d == 1 or direction == "reverse"
         order = range(T - 1, -1, -1) if backwards else range(T)
-        state = x["initState"][:, cols].astype(np.float64)
+        state = (np.zeros((N, H)) if x["initState"] is None
+                 else x["initState"][:, cols].astype(np.float64))
         for t in order:
             hm = state * (1 if x["mask"] is None else x["mask"][t, :, cols])
             out[t, :, cols] = hm @ R[d, 2 * H:].T + x["secondaryBias"][cols]
@@ -89,9 +91,28 @@ def test_kept_product_matches_numpy_and_gives_the_same_gradients(split, directio
                      "float64" if dtype == np.float64 else "float32_gradients", direction)
 
 
+@pytest.mark.parametrize("T, N, mask, initState", [
+    (0, 4, True, True), (5, 0, True, True), (0, 0, False, False), (5, 4, False, False),
+    (1, 1, False, True)])
+def test_empty_sequences_and_absent_inputs(T, N, mask, initState, rng):
+    """T = 0 or N = 0: an empty product; without initState hm starts at zeros, without a
+    mask hm = hp (SPEC.md section 5)."""
+    for direction in DIRECTIONS:
+        x = _inputs(rng, direction, np.float64, T=T, N=N, mask=mask, initState=initState)
+        options = _options(direction)
+        h, _, z, product = core.rnn_forward(options, x, training=True, recurrent_product=True)
+        assert product.shape == h.shape == (T, N, h.shape[2])
+        assert_close(product, _numpy_product(x, h, direction), "float64", direction)
+        given = {**x, "sourceGradient": rng.standard_normal(h.shape), "zState": z,
+                 "outputFwd": h}
+        assert_all_close(core.rnn_gradients(options, {**given, "recurrentProduct": product}),
+                         core.rnn_gradients(options, given), "float64", direction)
+
+
 def test_the_gradient_op_reads_the_kept_product(rng):
     """Not merely equal: a product other than hm·R_oᵀ + b2 changes exactly the gradients
-    that read it (dA_r = dA_o ⊙ q_o, SPEC.md section 6), so the kernel used the one given."""
+    that read it (dA_r = dA_o ⊙ q_o, the chain rule of SPEC.md section 5's o), so the kernel
+    used the one given."""
     x = _inputs(rng, "fwd", np.float64)
     options = _options("fwd")
     h, _, z, product = core.rnn_forward(options, x, training=True, recurrent_product=True)
@@ -212,6 +233,28 @@ def test_not_kept_for_another_computation():
         assert len(outs[0].op.outputs) == 2, kwargs  # the forward op keeps nothing
         for label in kwargs.get("gradient_inputs", ()):
             assert any(label in str(w.message) for w in warned), kwargs
+
+
+def test_a_gradient_op_that_fails_leaves_the_forward_op_as_it_was():
+    """The product is asked of the forward op only once the gradient op is recorded."""
+    g, ph, outs, _ = _wired()
+    inputs = {k: v for k, v in ph.items() if k not in ("source", "sourceGradient")}
+    h, z = outs
+    count = len(h.op.outputs)
+    with pytest.raises(TypeError, match="name"):
+        g.GRUGradients(ph["source"], **inputs, sourceGradient=ph["sourceGradient"], zState=z,
+                       outputFwd=h, descriptor=rg.GRUDescriptor(training=True, resetAfter=True),
+                       name=5)
+    assert len(h.op.outputs) == count
+
+
+def test_the_kept_product_takes_no_gradient():
+    """Reachable through the gradient op's inputs, the product is a saved state like zState:
+    a loss that reads it is refused rather than its share dropped."""
+    g, _, outs, grads = _wired()
+    product = grads[0].op.inputs["recurrentProduct"]
+    with pytest.raises(ValueError, match="recurrentProduct is a saved training state"):
+        g.gradients(g.reductionSum(product, axes=[0, 1, 2]), [outs[0].op.inputs["source"]])
 
 
 def test_graph_gradients_use_the_kept_product(rng):

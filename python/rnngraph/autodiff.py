@@ -24,7 +24,7 @@ from rnngraph.ops import (
     slicing,
     state,
 )
-from rnngraph.ops.forward_matching import forward_outputs
+from rnngraph.ops.forward_outputs import forward_outputs
 from rnngraph.ops.operands import ones_like, record, zeros_like
 from rnngraph.ops.recurrent import gradient_op
 from rnngraph.tensor import Tensor
@@ -72,9 +72,10 @@ def _rnn_rule(graph: GraphBuilder, op: Operation, grads: list[Tensor | None],
     LSTM's cell sequence c takes a gradient at every step (an internal input of the kernel)."""
     spec, descriptor = op.attrs["spec"], op.attrs["descriptor"]
     given = dict(zip(op.attrs["outputs"], grads))
-    if given.get("zState") is not None:
-        raise ValueError(f"gradients: {op.name}: zState is a saved training state, not "
-                         "differentiable")
+    for saved in ("zState", "recurrentProduct"):
+        if given.get(saved) is not None:
+            raise ValueError(f"gradients: {op.name}: {saved} is a saved training state, not "
+                             "differentiable")
     outputs = training_outputs(graph, op)
     source_gradient = given.get("h")
     if source_gradient is None:  # only c is used: dL/dh = 0

@@ -167,7 +167,7 @@ py::tuple forward_typed(const CellOptions& opts, const Inputs& in, bool training
   }
   py::object product = py::none();
   const auto* gru = std::get_if<GRUOptions>(&opts);
-  if (keep_product && training && gru && gru->resetAfter) {
+  if (keep_product && training && gru && keeps_recurrent_product(*gru)) {
     auto kept = output<S>({T, N, DH});
     a.recurrentProduct = kept.mutable_data();
     product = kept;

@@ -60,6 +60,11 @@ struct GRUOptions {
   Activation outputGateActivation = Activation::tanh;
 };
 
+// Whether a training forward op can keep hm·R_oᵀ + b2 of every step for its gradient op
+// (the internal recurrentProduct below): only the GRU with resetAfter computes that product
+// apart from the gates it feeds (SPEC.md section 5).
+inline bool keeps_recurrent_product(const GRUOptions& o) { return o.resetAfter; }
+
 template <class S>
 class PackedForwardWeights;  // packed_weights.hpp
 
@@ -82,9 +87,9 @@ struct ForwardArgs {
   S* output = nullptr;
   S* cellOutput = nullptr;
   S* zState = nullptr;
-  // Internal, GRU resetAfter only (no Swift label): where each step's hm·R_oᵀ + b2 is kept,
-  // [T, N, D·H] as output, for a gradient op that then need not compute it again (SPEC.md
-  // section 6). nullptr: not kept.
+  // Internal, GRU resetAfter only (no Swift label): where each step's hm·R_oᵀ + b2 (SPEC.md
+  // section 5) is kept, [T, N, D·H] as output, for a gradient op that then need not compute
+  // it again. nullptr: not kept.
   S* recurrentProduct = nullptr;
 };
 

@@ -34,7 +34,7 @@ struct GRUCell : CellDefaults<S, GRUOptions::gates> {
   int recurrent_gates() const { return o.resetAfter ? 3 : 2; }
   bool uses_dependent_product() const { return !o.resetAfter; }
   // resetAfter: hm·R_oᵀ + b2 of every step, which the backward reads (prepare_backward).
-  bool keeps_product() const { return o.resetAfter; }
+  bool keeps_product() const { return keeps_recurrent_product(o); }
 
   static const S* candidate_weight(const Direction<S>& dir) {
     return dir.recurrentWeight + 2 * dir.H * dir.H;

@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from rnngraph.ops.forward_outputs import forward_outputs
 from rnngraph.tensor import Tensor
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Mapping
 
     from rnngraph._typing import GraphBuilder
     from rnngraph.descriptors import _Descriptor
@@ -90,30 +91,12 @@ def warn_unmatched_inputs(op: str, spec: CellSpec, gradient: Operation) -> None:
                       "the gradients of a different computation", UserWarning, stacklevel=4)
 
 
-def forward_outputs(graph: GraphBuilder, op: Operation, wanted: Iterable[str]) -> dict[str, Tensor]:
-    """The recurrent forward ``op``'s outputs by name, ``wanted`` among them: those it lacks
-    are added in place (its existing outputs unchanged), so the forward pass runs once for
-    everything read from it (a training state for Graph.gradients, a kept product)."""
-    names = list(op.attrs["outputs"])
-    missing = [k for k in wanted if k not in names]
-    if missing:
-        dtype = op.outputs[0].dataType
-        for k in missing:
-            op.outputs.append(Tensor(graph, op, len(op.outputs),  # type: ignore[arg-type]
-                                     op.attrs["shape_of"][k], dtype, f"{op.name}/{k}"))
-        names += missing
-        op.attrs["outputs"] = names
-        op.compute = op.attrs["compute_for"](names)
-        graph._plans.clear()  # plans that ran the op without them
-    return dict(zip(names, op.outputs))
-
-
 def kept_product(graph: GraphBuilder, spec: CellSpec, descriptor: _Descriptor,
                  inputs: Mapping[str, Tensor | None]) -> Tensor | None:
     """The internal ``recurrentProduct`` [T, N, D·H] of the forward op that produced
-    ``inputs``' zState, for its gradient op: hm·R_oᵀ + b2 of every step, which a resetAfter GRU's
-    forward op keeps as it goes and its gradient op would otherwise compute again in one
-    product [T·N, H] x [H, H] (SPEC.md section 6). Only when the gradient op reads exactly
+    ``inputs``' zState, for its gradient op: hm·R_oᵀ + b2 of every step (SPEC.md section 5),
+    which a resetAfter GRU's forward op keeps as it goes and its gradient op would otherwise
+    compute again in one product [T·N, H] x [H, H]. Only when the gradient op reads exactly
     that op's computation: its outputFwd and every input are the forward op's own (a gradient
     op wired otherwise computes the product from what it was given). None when not kept."""
     producer = forward_of(spec, inputs["zState"])

@@ -172,8 +172,9 @@ def forward_op(graph: GraphBuilder, spec: CellSpec, arguments: Arguments,
         recurrentProduct: kept for the gradient op, forward_matching.kept_product)."""
         training = "zState" in names
         keep = "recurrentProduct" in names
-        positions = [("h", "c", "zState", "recurrentProduct").index(k)  # in rnn_forward's result
-                     for k in names]
+        # where each name sits in rnn_forward's result (without final_states: h, c, zState,
+        # then recurrentProduct when asked for)
+        positions = [("h", "c", "zState", "recurrentProduct").index(k) for k in names]
 
         def compute(arrays: RunArrays) -> list[NDArray[Any]]:
             nonlocal packed
@@ -213,9 +214,6 @@ def gradient_op(graph: GraphBuilder, spec: CellSpec, arguments: Arguments,
     bidirectional = descriptor.bidirectional
     sizes = infer_sizes(op, spec, inputs, bidirectional)
     tensors = to_tensors(graph, op, inputs, dtype)
-    product = kept_product(graph, spec, descriptor, tensors)
-    if product is not None:
-        tensors["recurrentProduct"] = product
     options = spec.core_options(descriptor)
     returned = [label for label in spec.returned if tensors.get(label) is not None]
     static = fully_known(tensors)
@@ -232,4 +230,9 @@ def gradient_op(graph: GraphBuilder, spec: CellSpec, arguments: Arguments,
     grads = graph._add(op, name, tensors, compute, outputs,
                        {"descriptor": descriptor, "spec": spec, "returned": returned})
     warn_unmatched_inputs(op, spec, grads[0].op)
+    # Last, once nothing can fail: the forward op's kept product, an input the kernel reads
+    # instead of computing it (its inputs dict is ``tensors``; the run reads it from there).
+    product = kept_product(graph, spec, descriptor, tensors)
+    if product is not None:
+        tensors["recurrentProduct"] = product
     return grads

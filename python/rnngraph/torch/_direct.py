@@ -156,8 +156,6 @@ class _Recurrent(torch.autograd.Function):
                      for name, g in zip(cell.differentiable_outputs, grads)}
         arguments = _ops.gradient_arguments(cell, inputs, ctx.produced, by_output,
                                             options["bidirectional"])
-        if "recurrentProduct" in ctx.produced:  # a resetAfter GRU's, kept by its forward
-            arguments["recurrentProduct"] = ctx.produced["recurrentProduct"]
         gradients = _ops.gradient_on_arrays(cell, arguments, options)
         return (None, None, *(None if label not in gradients
                               else as_tensor(_input_layout(label, gradients[label], t.shape,

@@ -258,7 +258,8 @@ def gradient_arguments(cell: TorchCell, inputs: dict[str, Any], outputs: dict[st
                        bidirectional: bool) -> dict[str, Any]:
     """The gradient op's arguments by label: the forward op's ``inputs``, its saved
     ``outputs`` (by output name) and the gradients ``grad`` of its outputs (by name; None
-    where unused). Inputs and outputs may be tensors or NumPy arrays."""
+    where unused), and a resetAfter GRU's kept ``recurrentProduct`` when the outputs hold one
+    (the eager path's). Inputs and outputs may be tensors or NumPy arrays."""
     sequence_gradient: Any = grad["h"]
     if sequence_gradient is None:  # the sequence unused (only the final states): dL/dh = 0
         source, weight = inputs["source"], inputs["recurrentWeight"]
@@ -269,10 +270,13 @@ def gradient_arguments(cell: TorchCell, inputs: dict[str, Any], outputs: dict[st
     from_output = {"sourceGradient": sequence_gradient, "stateGradient": grad.get("state"),
                    "cellGradient": grad.get("cell")}
     saved = cell.saved_outputs
-    return {label: from_output[label] if label in from_output
-            else outputs[saved[label]] if label in saved
-            else inputs[label]
-            for label in cell.gradient_inputs}
+    arguments = {label: from_output[label] if label in from_output
+                 else outputs[saved[label]] if label in saved
+                 else inputs[label]
+                 for label in cell.gradient_inputs}
+    if "recurrentProduct" in outputs:  # a resetAfter GRU's, kept by the eager forward
+        arguments["recurrentProduct"] = outputs["recurrentProduct"]
+    return arguments
 
 
 def _gradient_op(cell: TorchCell, arguments: dict[str, Any]) -> Sequence[torch.Tensor]:
