@@ -129,36 +129,12 @@ def rnn_forward(
     *,
     training: bool = False,
     packed: PackedWeights | None = None,
-    final_states: Literal[False] = False,
-    recurrent_product: Literal[True],
-) -> tuple[_Array, _Array | None, _Array | None, _Array | None]:
-    """(h, c, zState) as above, then the internal ``recurrentProduct`` [T, N, D·H] that a
-    training resetAfter GRU keeps for rnn_gradients (hm·R_oᵀ + b2 of every step; None
-    otherwise)."""
-
-@overload
-def rnn_forward(
-    options: _Options,
-    inputs: dict[str, _Array | None],
-    *,
-    training: bool = False,
-    packed: PackedWeights | None = None,
-    final_states: Literal[True],
-    recurrent_product: Literal[True],
-) -> tuple[_Array, _Array | None, _Array | None, _Array, _Array | None, _Array | None]:
-    """(h, c, zState, final h, final c) as above, then ``recurrentProduct``."""
-
-@overload
-def rnn_forward(
-    options: _Options,
-    inputs: dict[str, _Array | None],
-    *,
-    training: bool = False,
-    packed: PackedWeights | None = None,
     final_states: bool = False,
     recurrent_product: bool = False,
 ) -> tuple[_Array | None, ...]:
-    """Either flag as a plain bool: one of the tuples above."""
+    """Either flag as a plain bool: one of the tuples above; with ``recurrent_product``,
+    last, the internal ``recurrentProduct`` [T, N, D·H] that a training resetAfter GRU keeps
+    for rnn_gradients (hm·R_oᵀ + b2 of every step; None otherwise)."""
 
 def rnn_gradients(options: _Options, inputs: dict[str, _Array | None]) -> dict[str, _Array]:
     """Gradient op of one RNN; inputs by Swift label. Returns {label: gradient} for source,

@@ -6,11 +6,11 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "output_pool.hpp"
+#include "shape_text.hpp"
 
 #include "rnngraph/problem.hpp"
 
@@ -18,14 +18,6 @@ namespace rnngraph::bind {
 
 namespace py = pybind11;
 using Shape = std::vector<Index>;
-
-inline std::string shape_str(const Shape& s) {
-  std::ostringstream o;
-  o << "[";
-  for (size_t i = 0; i < s.size(); ++i) o << (i ? ", " : "") << s[i];
-  o << "]";
-  return o.str();
-}
 
 inline Shape shape_of(const py::array& a) {
   Shape s;

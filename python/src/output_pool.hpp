@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "rnngraph/memory.hpp"
+#include "shape_text.hpp"
 
 namespace rnngraph::bind {
 
@@ -35,11 +36,8 @@ void release_output_block(KeptBlock* block);
 // give a ValueError that names nothing.
 class OutputTooLarge : public std::bad_alloc {
  public:
-  explicit OutputTooLarge(const std::vector<py::ssize_t>& dims) {
-    message_ = "an output of shape [";
-    for (size_t i = 0; i < dims.size(); ++i) message_ += (i ? ", " : "") + std::to_string(dims[i]);
-    message_ += "] is too large for an array";
-  }
+  explicit OutputTooLarge(const std::vector<py::ssize_t>& dims)
+      : message_("an output of shape " + shape_str(dims) + " is too large for an array") {}
   const char* what() const noexcept override { return message_.c_str(); }
 
  private:

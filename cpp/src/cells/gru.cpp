@@ -103,11 +103,7 @@ struct GRUCell : CellDefaults<S, GRUOptions::gates> {
   }
 
   void prepare_backward(const Direction<S>& dir, CellBackwardState<S>& st) const {
-    if (!o.resetAfter) return;
-    if (st.kept_product.base) {  // as the forward op computed it
-      st.views.q_o = st.kept_product;
-      return;
-    }
+    if (!o.resetAfter || st.views.q_o.base) return;  // (kept by the forward op)
     // hm·R_oᵀ + b2 for every step at once (SPEC.md section 5): one GEMM [T·N, H] x [H, H].
     const Index TN = dir.T * dir.N, H = dir.H;
     st.buffer_a.resize(static_cast<size_t>(TN * H));

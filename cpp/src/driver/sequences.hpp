@@ -159,7 +159,9 @@ void prepare_direction(const Cell& cell, const RNNShape& s, const GradientArgs<S
   state.views.gates = Seq<const S>{a.zState + d * GH, N * DGH, DGH};
   state.cell_fwd = Seq<const S>{a.cellOutputFwd ? a.cellOutputFwd + d * H : nullptr, N * DH, DH};
   state.output_fwd = Seq<const S>{a.outputFwd ? a.outputFwd + d * H : nullptr, N * DH, DH};
-  state.kept_product =
+  // GRU resetAfter: hm·R_oᵀ + b2 as the forward op kept it (base nullptr: the cell's
+  // prepare_backward computes it)
+  state.views.q_o =
       Seq<const S>{a.recurrentProduct ? a.recurrentProduct + d * H : nullptr, N * DH, DH};
   state.init_cell = a.initCell ? a.initCell + d * H : nullptr;
   state.cell_gradient = a.cellGradient ? a.cellGradient + d * H : nullptr;

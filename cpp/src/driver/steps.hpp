@@ -115,7 +115,6 @@ struct CellBackwardState {
   std::vector<S> carry;                    // cell-owned, [N, H]
   Seq<const S> cell_fwd;                   // LSTM cellOutputFwd slice
   Seq<const S> output_fwd;                 // GRU outputFwd slice
-  Seq<const S> kept_product;               // GRU recurrentProduct slice, or base nullptr
   const S* init_cell = nullptr;            // ld D·H
   const S* cell_gradient = nullptr;        // ld D·H
   Seq<const S> cell_sequence_gradient;     // LSTM cellSequenceGradient slice, or base nullptr

@@ -7,7 +7,8 @@ redispatch, the output alias check) on the way in and again for its gradient op.
 a long recurrent kernel those layers run from cold caches, and on a training row of
 BENCHMARKS.md they cost about 0.3 ms per op (measured: benchmarks/results/torch-adapter-*).
 The eager path skips them; anything else (torch.compile, torch.export, fake or meta tensors,
-tensor subclasses, an active dispatch mode, torch.func's transforms) goes through the ops, which those systems see.
+tensor subclasses, an active dispatch mode, torch.func's transforms) goes through the ops,
+which those systems see.
 """
 
 from __future__ import annotations

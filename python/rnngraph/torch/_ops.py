@@ -118,14 +118,13 @@ def forward_on_arrays(cell: TorchCell, arrays: dict[str, Any], bound: dict[str, 
     result: tuple[Any, ...] = _core.rnn_forward(options, dense, training=training,
                                                 final_states=True,
                                                 recurrent_product=keep_product)
-    h, c, z, h_n, c_n = result[:5]
-    product = result[5] if keep_product else None
+    h, c, z, h_n, c_n, *kept = result  # (kept: [recurrentProduct or None] when asked for)
     produced = {"h": h, "cellSequence": c, "state": h_n,
                 "zState": np.empty(0, h.dtype) if z is None else z}
     if c_n is not None:
         produced["cell"] = c_n
-    if product is not None:
-        produced["recurrentProduct"] = product
+    if kept and kept[0] is not None:
+        produced["recurrentProduct"] = kept[0]
     return dense, produced
 
 
