@@ -23,8 +23,15 @@ namespace rnngraph::bind {
 
 namespace py = pybind11;
 
-// Outputs below this size are allocated and freed, not kept (no page faults worth saving).
-constexpr size_t kKeptOutputBytes = size_t(1) << 20;
+// Outputs below this size are allocated and freed, not kept: glibc serves them from its heap
+// (its default mmap threshold is 128 KiB). Larger ones are kept, since glibc's heap gives
+// them back to the system when a call's outputs are freed at its top and faults them in
+// again. Row 8 alone in a fresh process (LSTM T25 N16 H512 train; h, c and dL/dx 0.8 MB
+// each), kept from 1 MiB up / from 128 KiB up (benchmarks/page_faults.py): 2-core EPYC
+// 568 / 2 page faults per call at 1 thread, 420 / 0 at 2; 16-core Xeon 518 / 0 at 8 threads,
+// 1166 / 0 at 16, where its median went 9.05 -> 7.66-7.94 ms
+// (results/page-faults-2026-11-25.txt).
+constexpr size_t kKeptOutputBytes = size_t(128) << 10;
 
 // A block for an output of `bytes`, and its release when the array is freed.
 KeptBlock* output_block(size_t bytes);

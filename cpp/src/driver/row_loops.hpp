@@ -2,11 +2,10 @@
 // ::rows): each chunk runs every step with no synchronisation.
 #pragma once
 
-#include <vector>
-
 #include "sequences.hpp"
 #include "step_runner.hpp"
 #include "work_split.hpp"
+#include "workspace.hpp"
 
 namespace rnngraph::detail {
 
@@ -19,9 +18,9 @@ void forward_rows(const Cell& cell, const RNNShape& s, const ForwardArgs<S>& a,
   const Direction<S> dir = whole.rows(r0, N);
 
   // This chunk's workspace, allocated once before its time loop.
-  std::vector<S> recurrent(static_cast<size_t>(N * GH));
-  std::vector<S> masked(static_cast<size_t>(a.mask ? N * H : 0));
-  std::vector<S> step_scratch(static_cast<size_t>(2 * N * H));
+  auto recurrent = zeroed_buffer<S>(static_cast<size_t>(N * GH));
+  auto masked = zeroed_buffer<S>(static_cast<size_t>(a.mask ? N * H : 0));
+  auto step_scratch = zeroed_buffer<S>(static_cast<size_t>(2 * N * H));
 
   for (Index k = 0; k < T; ++k) {
     const Index t = dir.time(k);
@@ -54,9 +53,11 @@ void backward_rows(const Cell& cell, const RNNShape& s, const GradientArgs<S>& a
   const BackwardViews<S> views = state.views.rows(r0);
 
   // This chunk's workspace, allocated once before its time loop.
-  std::vector<S> dh(static_cast<size_t>(N * H)), dh_next(static_cast<size_t>(N * H));
-  std::vector<S> dhm(static_cast<size_t>(N * H)), dhp(static_cast<size_t>(N * H));
-  std::vector<S> step_scratch(static_cast<size_t>(2 * N * H));
+  auto dh = zeroed_buffer<S>(static_cast<size_t>(N * H));
+  auto dh_next = zeroed_buffer<S>(static_cast<size_t>(N * H));
+  auto dhm = zeroed_buffer<S>(static_cast<size_t>(N * H));
+  auto dhp = zeroed_buffer<S>(static_cast<size_t>(N * H));
+  auto step_scratch = zeroed_buffer<S>(static_cast<size_t>(2 * N * H));
 
   // dL/d(final state) enters at the last processed step (SPEC.md section 6).
   auto carry = block(dh_next.data(), N, H, H);

@@ -112,7 +112,7 @@ template <class S>
 struct CellBackwardState {
   BackwardViews<S> views;
   Buffer<S> buffer_a, buffer_b, buffer_c;  // cell-owned: sequences [T, N, H], or [N, H] rows
-  std::vector<S> carry;                    // cell-owned, [N, H]
+  Buffer<S> carry;                         // cell-owned, [N, H]
   Seq<const S> cell_fwd;                   // LSTM cellOutputFwd slice
   Seq<const S> output_fwd;                 // GRU outputFwd slice
   const S* init_cell = nullptr;            // ld D·H

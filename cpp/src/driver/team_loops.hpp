@@ -6,11 +6,11 @@
 #pragma once
 
 #include <algorithm>
-#include <vector>
 
 #include "sequences.hpp"
 #include "step_runner.hpp"
 #include "work_split.hpp"
+#include "workspace.hpp"
 
 namespace rnngraph::detail {
 
@@ -18,12 +18,12 @@ namespace rnngraph::detail {
 template <class S>
 struct SlotScratch {
   SlotScratch(int team, Index per_slot)
-      : per_slot_(per_slot), data_(static_cast<size_t>(team * per_slot)) {}
+      : per_slot_(per_slot), data_(zeroed_buffer<S>(static_cast<size_t>(team * per_slot))) {}
   S* at(int slot) { return data_.data() + slot * per_slot_; }
 
  private:
   Index per_slot_;
-  std::vector<S> data_;
+  Buffer<S> data_;
 };
 
 // The items of a step's product Q = hm·Rᵀ over `units` units: the same number of runs of
@@ -102,8 +102,8 @@ void forward_team_by_units(const Cell& cell, const RNNShape& s, const ForwardArg
                            const StepProjection<S>& projection) {
   const Index T = s.T, N = s.N, H = s.H, GH = s.GH();
   const int gates = cell.recurrent_gates();
-  std::vector<S> recurrent(static_cast<size_t>(N * GH));
-  std::vector<S> masked(static_cast<size_t>(a.mask ? 2 * N * H : 0));
+  auto recurrent = zeroed_buffer<S>(static_cast<size_t>(N * GH));
+  auto masked = zeroed_buffer<S>(static_cast<size_t>(a.mask ? 2 * N * H : 0));
   const Index per_gate = dir.units_per_gate();  // units of one gate; unit p is column p·width
   const Index unit_items = team_product_items(dir, per_gate, team);
   auto masked_at = [&](Index k) { return masked.data() + (k % 2) * N * H; };
@@ -154,8 +154,8 @@ void forward_team(const Cell& cell, const RNNShape& s, const ForwardArgs<S>& a,
   if (steps_by_units(cell, s))
     return forward_team_by_units(cell, s, a, dir, seqs, team, projection);
   const Index T = s.T, N = s.N, H = s.H, GH = s.GH();
-  std::vector<S> recurrent(static_cast<size_t>(N * GH));
-  std::vector<S> masked(static_cast<size_t>(a.mask ? N * H : 0));
+  auto recurrent = zeroed_buffer<S>(static_cast<size_t>(N * GH));
+  auto masked = zeroed_buffer<S>(static_cast<size_t>(a.mask ? N * H : 0));
   SlotScratch<S> scratch(team, 2 * N * H);
 
   const Index units = cell.recurrent_gates() * dir.units_per_gate();
@@ -206,8 +206,9 @@ void backward_team(const Cell& cell, const RNNShape& s, const GradientArgs<S>& a
                    const Direction<S>& dir, const CellBackwardState<S>& state, int team) {
   const Index T = s.T, N = s.N, H = s.H, DH = s.DH(), dH = dir.d * H;  // this direction's block
   const Index ld = state.ld_dxp;
-  std::vector<S> carry(static_cast<size_t>(N * H)), dhm(static_cast<size_t>(N * H));
-  std::vector<S> dhp(static_cast<size_t>(N * H));
+  auto carry = zeroed_buffer<S>(static_cast<size_t>(N * H));
+  auto dhm = zeroed_buffer<S>(static_cast<size_t>(N * H));
+  auto dhp = zeroed_buffer<S>(static_cast<size_t>(N * H));
   // dL/d(final state) enters at the last processed step (SPEC.md section 6).
   if (a.stateGradient) block(carry.data(), N, H, H) = cblock(a.stateGradient + dH, N, H, DH);
   SlotScratch<S> dh(team, N * H), scratch(team, 2 * N * H);
