@@ -1,0 +1,48 @@
+"""The time loops' work splits side by side (cpp/src/driver/work_split.hpp): each row's step
+(ours.make_step) with the split the thresholds choose and with each forced one
+(rnngraph._native.core._force_paths), alternating in one process, --rounds times, so a slow
+spell of the machine falls on every split alike.
+
+    python3 benchmarks/split_ab.py --rows 10,13 --threads 8 --splits auto team rows --rounds 4
+
+Prints per (row, threads, split) the median of each round's median, in ms, and the rounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+
+from ours import make_step
+from rows import parse_rows
+from timing import measure
+
+import rnngraph as rg
+from rnngraph._native import core
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--rows", default="10,13")
+    p.add_argument("--threads", nargs="+", type=int, default=[8])
+    p.add_argument("--splits", nargs="+", default=["auto", "team", "rows"])
+    p.add_argument("--rounds", type=int, default=4)
+    p.add_argument("--budget", type=float, default=1.5, help="seconds per measurement")
+    a = p.parse_args()
+    for n in a.threads:
+        rg.set_num_threads(n)
+        for row in parse_rows(a.rows):
+            step = make_step(row)
+            rounds: dict[str, list[float]] = {s: [] for s in a.splits}
+            for _ in range(a.rounds):
+                for split in a.splits:
+                    core._force_paths(split=split)
+                    rounds[split].append(measure(step, budget_s=a.budget)["median_ms"])
+            core._force_paths()
+            for split, ms in rounds.items():
+                print(f"row {row.id:2d} @{n:2d} {split:6s} {statistics.median(ms):9.3f} ms   "
+                      + " ".join(f"{m:.3f}" for m in ms), flush=True)
+
+
+if __name__ == "__main__":
+    main()
