@@ -4,7 +4,7 @@ Arrays are numpy.ndarray of float32 or float64 in SPEC.md's layouts; dtype, shap
 layout are checked at run time. Activations are RNNActivation's raw values (0..4).
 """
 
-from typing import Any, ClassVar, Literal, TypeAlias, overload
+from typing import Any, ClassVar, TypeAlias
 
 from numpy.typing import NDArray
 
@@ -97,32 +97,6 @@ def pack_forward_weights(
 ) -> PackedWeights:
     """Pack a forward op's recurrentWeight (and inputWeight) once for many rnn_forward calls."""
 
-@overload
-def rnn_forward(
-    options: _Options,
-    inputs: dict[str, _Array | None],
-    *,
-    training: bool = False,
-    packed: PackedWeights | None = None,
-    final_states: Literal[False] = False,
-    recurrent_product: Literal[False] = False,
-) -> tuple[_Array, _Array | None, _Array | None]:
-    """Forward pass of one RNN op; inputs by Swift label. Returns (h, c or None, zState or
-    None): c for LSTM only, zState with ``training``."""
-
-@overload
-def rnn_forward(
-    options: _Options,
-    inputs: dict[str, _Array | None],
-    *,
-    training: bool = False,
-    packed: PackedWeights | None = None,
-    final_states: Literal[True],
-    recurrent_product: Literal[False] = False,
-) -> tuple[_Array, _Array | None, _Array | None, _Array, _Array | None]:
-    """As above, then each direction's final h and c (LSTM only) ``[D, N, H]``."""
-
-@overload
 def rnn_forward(
     options: _Options,
     inputs: dict[str, _Array | None],
@@ -132,9 +106,12 @@ def rnn_forward(
     final_states: bool = False,
     recurrent_product: bool = False,
 ) -> tuple[_Array | None, ...]:
-    """Either flag as a plain bool: one of the tuples above; with ``recurrent_product``,
-    last, the internal ``recurrentProduct`` [T, N, D·H] that a training resetAfter GRU keeps
-    for rnn_gradients (hm·R_oᵀ + b2 of every step; None otherwise)."""
+    """Forward pass of one RNN op; inputs by Swift label. Returns (h, c or None, zState or
+    None): c for LSTM only, zState with ``training``; with ``final_states``, then each
+    direction's final h and c (LSTM only, else None) ``[D, N, H]``; with
+    ``recurrent_product``, last, the internal ``recurrentProduct`` [T, N, D·H] that a
+    training resetAfter GRU keeps for rnn_gradients (hm·R_oᵀ + b2 of every step; None
+    otherwise)."""
 
 def rnn_gradients(options: _Options, inputs: dict[str, _Array | None]) -> dict[str, _Array]:
     """Gradient op of one RNN; inputs by Swift label. Returns {label: gradient} for source,
