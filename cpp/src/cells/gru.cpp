@@ -79,7 +79,7 @@ struct GRUCell : CellDefaults<S, GRUOptions::gates> {
       const V r = update_and_reset(st, H, n, at);
       V q_o = at.load(st.q + n * 3 * H + go * H);
       if (dir.secondaryBias) q_o += at.load(dir.secondaryBias);
-      if (st.product) at.store(st.product + n * st.ld_product, q_o);  // for the gradient op
+      if (st.product) at.store(st.product + n * st.ld_h, q_o);  // for the gradient op
       candidate_and_state(st, H, n, at, x_prime(st, H, n, at, go) + r * q_o);
     });
   }

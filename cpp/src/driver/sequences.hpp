@@ -39,7 +39,7 @@ void previous_sequence(const Direction<S>& dir, Seq<const S> seq, const S* init,
 template <class S>
 struct ForwardSequences {
   Seq<S> h, c, gates;  // h_t, c_t (LSTM) and zState (or a scratch row when not training)
-  Seq<S> product;      // GRU resetAfter's kept hm·R_oᵀ + b2 (base nullptr: not kept)
+  Seq<S> product;      // GRU resetAfter's kept hm·R_oᵀ + b2, as h (base nullptr: not kept)
   const S* h0 = nullptr;
   Index h0_ld = 0;  // initial state and cell (zeros when absent)
   const S* c0 = nullptr;
@@ -74,8 +74,7 @@ struct ForwardSequences {
     st.ld_c = c.ld;
     st.gates = gates.at(t) + row0 * gates.ld;
     st.ld_gates = gates.ld;
-    st.product = product.base ? product.at(t) + row0 * product.ld : nullptr;
-    st.ld_product = product.ld;
+    st.product = product.base ? product.at(t) + row0 * h.ld : nullptr;  // (laid out as h)
     st.col1 = dir.H;
     return st;
   }

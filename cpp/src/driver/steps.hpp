@@ -29,9 +29,8 @@ struct ForwardStep {
   S* c = nullptr;
   Index ld_c = 0;  // new cell (LSTM)
   S* gates = nullptr;
-  Index ld_gates = 0;  // this step's zState row
-  S* product = nullptr;
-  Index ld_product = 0;  // GRU resetAfter: where hm·R_oᵀ + b2 is kept, or nullptr
+  Index ld_gates = 0;    // this step's zState row
+  S* product = nullptr;  // GRU resetAfter: hm·R_oᵀ + b2 kept here (laid out as h), or nullptr
   S* scratch = nullptr;  // [N, 2H] contiguous
   // The hidden units [col0, col1) this step computes: all of them (0, H), unless a team cuts
   // the step by units (Cell::column_steps, team_loops.hpp).
