@@ -130,6 +130,9 @@ constexpr Index kDotMinSize = 1024;
 //   4-10 % at 1 thread (row 7's dR in 128 x 128 blocks instead of 256 x 256 x 4 parts).
 //   16 threads, 16-core machine (profile_rows.py): row 10's weight gradients 23.2 ms
 //   against 24.6, its projection 6.8 against 8.6.
+// Up to 32 or 64 blocks of at least 256 (more blocks than threads, for balance) made rows 13
+// and 14 slower at 16 threads in three 16-core runs (+4 to +19 %), for gains on rows 10 and 11
+// within the noise (results/machine16-gemm-block-tasks-ab-2026-11-25.txt).
 constexpr Index kGemmBlock = 256;
 constexpr Index kGemmMinBlock = 128;
 // Fewer blocks than kGemmTasks (a thin C, a deep k: the weight gradients of a small batch,
