@@ -16,6 +16,12 @@ Baselines:
     python3 benchmarks/adapter_overhead.py --baseline torch --rows 10 11 --threads 2
     python3 benchmarks/adapter_overhead.py --baseline torch --rows --model --threads 1 2
 
+``--kernels`` also splits each step into the time inside rnngraph's kernels (the core's
+rnn_forward and rnn_gradients, timed around each call) and the rest (Python, torch's
+autograd, the Graph's own bookkeeping), medians per step (``--baseline graph`` only):
+
+    python3 benchmarks/adapter_overhead.py --rows 8 --threads 2 --kernels
+
 ``--model`` pairs adapter.model_step's language-model training step (embedding, LSTM, linear
 head, cross-entropy, SGD) with rnngraph.torch.LSTM against the same model with nn.LSTM
 (``--baseline torch`` only; row "LM" in the table).
@@ -24,9 +30,11 @@ head, cross-entropy, SGD) with rnngraph.torch.LSTM against the same model with n
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from rows import BY_ID
 
@@ -50,7 +58,39 @@ def paired_steps(row_id: int | str, baseline: str, threads: int = 1) -> dict[str
             "adapter": adapter.row_step(row)}
 
 
-def paired(row_id: int | str, threads: int, reps: int, baseline: str = "graph") -> dict:
+KERNELS = ("rnn_forward", "rnn_gradients")  # the core's entry points that run the kernels
+
+
+@contextlib.contextmanager
+def kernel_clock() -> Iterator[list[float]]:
+    """Times every call of the core's kernels while active: yields the list that each call's
+    seconds are appended to (the Graph and the adapter both look them up on the core module
+    at call time)."""
+    from rnngraph._native import core
+
+    spent: list[float] = []
+    originals = {name: getattr(core, name) for name in KERNELS}
+
+    def timed(kernel: Callable) -> Callable:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return kernel(*args, **kwargs)
+            finally:
+                spent.append(time.perf_counter() - start)
+        return call
+
+    for name, kernel in originals.items():
+        setattr(core, name, timed(kernel))
+    try:
+        yield spent
+    finally:
+        for name, kernel in originals.items():
+            setattr(core, name, kernel)
+
+
+def paired(row_id: int | str, threads: int, reps: int, baseline: str = "graph",
+           kernels: bool = False) -> dict:
     import torch
 
     import rnngraph as rg
@@ -62,15 +102,24 @@ def paired(row_id: int | str, threads: int, reps: int, baseline: str = "graph") 
         for step in steps.values():
             step()
     times: dict[str, list[float]] = {name: [] for name in steps}
-    for _ in range(reps):
-        for name, step in steps.items():
-            start = time.perf_counter()
-            step()
-            times[name].append(time.perf_counter() - start)
+    inside: dict[str, list[float]] = {name: [] for name in steps}
+    with kernel_clock() if kernels else contextlib.nullcontext([]) as spent:
+        for _ in range(reps):
+            for name, step in steps.items():
+                spent.clear()
+                start = time.perf_counter()
+                step()
+                times[name].append(time.perf_counter() - start)
+                inside[name].append(sum(spent))
     base, ours_ms = (statistics.median(times[k]) * 1e3 for k in ("baseline", "adapter"))
     cost = statistics.median(a - b for b, a in zip(times["baseline"], times["adapter"])) * 1e3
-    return {"row": row_id, "threads": threads, "baseline": baseline, "baseline_ms": base,
-            "adapter_ms": ours_ms, "paired_cost_ms": cost, "cost_share": cost / base}
+    result = {"row": row_id, "threads": threads, "baseline": baseline, "baseline_ms": base,
+              "adapter_ms": ours_ms, "paired_cost_ms": cost, "cost_share": cost / base}
+    for name in steps if kernels else ():
+        result[f"{name}_kernels_ms"] = statistics.median(inside[name]) * 1e3
+        result[f"{name}_outside_ms"] = statistics.median(
+            t - k for t, k in zip(times[name], inside[name])) * 1e3
+    return result
 
 
 def main() -> None:
@@ -82,19 +131,27 @@ def main() -> None:
     parser.add_argument("--baseline", choices=tuple(BASELINES), default="graph")
     parser.add_argument("--model", action="store_true",
                         help="also the language-model step (with --baseline torch)")
+    parser.add_argument("--kernels", action="store_true",
+                        help="also each step's time inside and outside rnngraph's kernels")
     args = parser.parse_args()
     if args.model and args.baseline != "torch":
         parser.error("--model needs --baseline torch")
+    if args.kernels and args.baseline != "graph":
+        parser.error("--kernels needs --baseline graph (torch.nn runs no rnngraph kernel)")
     label = BASELINES[args.baseline][1]
+    split = (f" | {label} kernels ms | {label} outside ms | adapter kernels ms | "
+             "adapter outside ms" if args.kernels else "")
     print(f"| row | threads | {label} ms | adapter ms | paired cost ms | cost / {label} | "
-          f"{label} / adapter |")
-    print("|---|---|---|---|---|---|---|")
+          f"{label} / adapter{split} |")
+    print("|---|---|---|---|---|---|---|" + ("---|" * 4 if args.kernels else ""))
     for row in [*args.rows, *(["LM"] if args.model else [])]:
         for threads in args.threads:
-            r = paired(row, threads, args.reps, args.baseline)
+            r = paired(row, threads, args.reps, args.baseline, args.kernels)
+            cells = "".join(f" {r[f'{name}_{part}_ms']:.3f} |" for name in ("baseline", "adapter")
+                            for part in ("kernels", "outside")) if args.kernels else ""
             print(f"| {row} | {threads} | {r['baseline_ms']:.2f} | {r['adapter_ms']:.2f} | "
                   f"{r['paired_cost_ms']:.3f} | {r['cost_share']:+.1%} | "
-                  f"{r['baseline_ms'] / r['adapter_ms']:.2f}× |", flush=True)
+                  f"{r['baseline_ms'] / r['adapter_ms']:.2f}× |{cells}", flush=True)
 
 
 if __name__ == "__main__":
