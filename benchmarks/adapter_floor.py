@@ -3,7 +3,7 @@ training step of a unidirectional LSTM row (forward plus ``out.backward(dy)``) t
 thinnest Function that calls the same kernels (tensors to NumPy, the core's rnn_forward, its
 rnn_gradients on what the forward kept, NumPy back to tensors: no checks, no layouts, no
 options handling) and through rnngraph.torch.LSTM, alternating in one process. Each step is
-split into the time inside the kernels and the rest (adapter_overhead.kernel_clock): the
+split into the time inside the kernels and the rest (adapter_overhead.kernel_split): the
 floor's rest is torch's own cost (Function.apply, the engine, gradient accumulation); the
 adapter's rest above it is rnngraph.torch's Python.
 
@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 from collections.abc import Callable
 from typing import Any
 
-from adapter_overhead import kernel_clock
+from adapter_overhead import alternate, kernel_split
 from rows import BY_ID, Row
 
 
@@ -83,25 +82,11 @@ def measure(row_id: int, threads: int, reps: int) -> dict[str, Any]:
     torch.set_num_threads(threads)
     rg.set_num_threads(threads)
     paired = steps(BY_ID[row_id])[0]
-    for _ in range(3):
-        for step in paired.values():
-            step()
-    total: dict[str, list[float]] = {name: [] for name in paired}
-    inside: dict[str, list[float]] = {name: [] for name in paired}
-    with kernel_clock() as spent:
-        for _ in range(reps):
-            for name, step in paired.items():
-                spent.clear()
-                start = time.perf_counter()
-                step()
-                total[name].append(time.perf_counter() - start)
-                inside[name].append(sum(spent))
-    result: dict[str, Any] = {"row": row_id, "threads": threads}
-    for name in paired:
-        result[f"{name}_ms"] = statistics.median(total[name]) * 1e3
-        result[f"{name}_kernels_ms"] = statistics.median(inside[name]) * 1e3
-        result[f"{name}_outside_ms"] = statistics.median(
-            t - k for t, k in zip(total[name], inside[name])) * 1e3
+    times, inside = alternate(paired, reps, kernels=True)
+    result: dict[str, Any] = {"row": row_id, "threads": threads,
+                              **{f"{name}_ms": statistics.median(times[name]) * 1e3
+                                 for name in paired},
+                              **kernel_split(times, inside)}
     return result
 
 

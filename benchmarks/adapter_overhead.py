@@ -98,6 +98,20 @@ def paired(row_id: int | str, threads: int, reps: int, baseline: str = "graph",
     torch.set_num_threads(threads)
     rg.set_num_threads(threads)
     steps = paired_steps(row_id, baseline, threads)
+    times, inside = alternate(steps, reps, kernels)
+    base, ours_ms = (statistics.median(times[k]) * 1e3 for k in ("baseline", "adapter"))
+    cost = statistics.median(a - b for b, a in zip(times["baseline"], times["adapter"])) * 1e3
+    result = {"row": row_id, "threads": threads, "baseline": baseline, "baseline_ms": base,
+              "adapter_ms": ours_ms, "paired_cost_ms": cost, "cost_share": cost / base}
+    if kernels:
+        result.update(kernel_split(times, inside))
+    return result
+
+
+def alternate(steps: dict[str, Callable[[], Any]], reps: int,
+              kernels: bool = False) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Each of ``steps`` run in turn, ``reps`` times after 3 warm-up rounds: their seconds per
+    call by name, and (with ``kernels``, else zeros) the seconds spent inside the kernels."""
     for _ in range(3):
         for step in steps.values():
             step()
@@ -111,15 +125,19 @@ def paired(row_id: int | str, threads: int, reps: int, baseline: str = "graph",
                 step()
                 times[name].append(time.perf_counter() - start)
                 inside[name].append(sum(spent))
-    base, ours_ms = (statistics.median(times[k]) * 1e3 for k in ("baseline", "adapter"))
-    cost = statistics.median(a - b for b, a in zip(times["baseline"], times["adapter"])) * 1e3
-    result = {"row": row_id, "threads": threads, "baseline": baseline, "baseline_ms": base,
-              "adapter_ms": ours_ms, "paired_cost_ms": cost, "cost_share": cost / base}
-    for name in steps if kernels else ():
-        result[f"{name}_kernels_ms"] = statistics.median(inside[name]) * 1e3
-        result[f"{name}_outside_ms"] = statistics.median(
-            t - k for t, k in zip(times[name], inside[name])) * 1e3
-    return result
+    return times, inside
+
+
+def kernel_split(times: dict[str, list[float]],
+                 inside: dict[str, list[float]]) -> dict[str, float]:
+    """Per step name: the median ms inside the kernels ("<name>_kernels_ms") and of the rest
+    ("<name>_outside_ms", the median of each call's difference)."""
+    split = {}
+    for name, calls in times.items():
+        split[f"{name}_kernels_ms"] = statistics.median(inside[name]) * 1e3
+        split[f"{name}_outside_ms"] = statistics.median(
+            t - k for t, k in zip(calls, inside[name])) * 1e3
+    return split
 
 
 def main() -> None:
