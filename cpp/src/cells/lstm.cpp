@@ -65,8 +65,7 @@ struct LSTMCell : CellDefaults<S, LSTMOptions::gates> {
       st.views.cell_init = st.init_cell;
       st.views.cell_init_ld = ld;
     } else {
-      st.buffer_c.resize(static_cast<size_t>(N * H));
-      std::fill(st.buffer_c.data(), st.buffer_c.data() + N * H, S(0));
+      st.buffer_c = zeroed_buffer<S>(static_cast<size_t>(N * H));
       st.views.cell_init = st.buffer_c.data();
       st.views.cell_init_ld = H;
     }

@@ -59,10 +59,10 @@ void backward_rows(const Cell& cell, const RNNShape& s, const GradientArgs<S>& a
   auto dhp = zeroed_buffer<S>(static_cast<size_t>(N * H));
   auto step_scratch = zeroed_buffer<S>(static_cast<size_t>(2 * N * H));
 
-  // dL/d(final state) enters at the last processed step (SPEC.md section 6).
+  // dL/d(final state) enters at the last processed step (SPEC.md section 6); without it the
+  // carry starts at the buffer's zeros.
   auto carry = block(dh_next.data(), N, H, H);
   if (a.stateGradient) carry = cblock(a.stateGradient + r0 * DH + d * H, N, H, DH);
-  else carry.setZero();
 
   for (Index k = T - 1; k >= 0; --k) {
     const Index t = dir.time(k);

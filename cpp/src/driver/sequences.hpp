@@ -4,6 +4,7 @@
 
 #include "parallel.hpp"
 #include "cell.hpp"
+#include "workspace.hpp"
 
 namespace rnngraph::detail {
 
@@ -85,8 +86,7 @@ ForwardSequences<S> forward_sequences(const RNNShape& s, const ForwardArgs<S>& a
                                       const S* projected) {
   const Index N = s.N, H = s.H, GH = s.GH(), DH = s.DH(), DGH = s.DGH();
   ForwardSequences<S> f;
-  f.zeros.resize(static_cast<size_t>(N * H));
-  std::fill(f.zeros.data(), f.zeros.data() + N * H, S(0));
+  f.zeros = zeroed_buffer<S>(static_cast<size_t>(N * H));
   f.h = Seq<S>{a.output + d * H, N * DH, DH};
   f.c = Seq<S>{Cell::has_cell_state ? a.cellOutput + d * H : nullptr, N * DH, DH};
   f.product = Seq<S>{a.recurrentProduct ? a.recurrentProduct + d * H : nullptr, N * DH, DH};
