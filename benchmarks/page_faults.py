@@ -14,13 +14,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
-import subprocess
-import sys
-from pathlib import Path
-
-HERE = Path(__file__).resolve().parent
+import statistics
 
 
 def child(row_id: int, threads: int, reps: int) -> dict:
@@ -43,11 +38,10 @@ def child(row_id: int, threads: int, reps: int) -> dict:
         step()
         times.append(time.perf_counter() - t0)
     after = resource.getrusage(resource.RUSAGE_SELF)
-    times.sort()
     return {"row": row_id, "threads": threads,
             "faults_per_call": (after.ru_minflt - before.ru_minflt) / reps,
             "system_ms_per_call": 1e3 * (after.ru_stime - before.ru_stime) / reps,
-            "median_ms": 1e3 * times[len(times) // 2], "file": rg.__file__}
+            "median_ms": 1e3 * statistics.median(times), "file": rg.__file__}
 
 
 def main() -> None:
@@ -61,13 +55,11 @@ def main() -> None:
         print(json.dumps(child(a.child[0], a.child[1], a.reps)))
         return
     from rows import parse_rows
+    from script_child import run_json
 
     for row in parse_rows(a.rows):
         for n in a.threads:
-            out = subprocess.run([sys.executable, __file__, "--child", str(row.id), str(n),
-                                  "--reps", str(a.reps)], capture_output=True, text=True,
-                                 cwd=HERE, env=os.environ, check=True)
-            r = json.loads(out.stdout.splitlines()[-1])
+            r = run_json(__file__, ["--child", str(row.id), str(n), "--reps", str(a.reps)])
             print(f"row {row.id:2d} @{n:2d}: {r['faults_per_call']:8.1f} faults/call, "
                   f"{r['system_ms_per_call']:6.2f} ms system/call, median {r['median_ms']:.3f} ms",
                   flush=True)
