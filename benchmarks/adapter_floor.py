@@ -36,7 +36,7 @@ def steps(row: Row) -> tuple[dict[str, Callable[[], None]], list[Any]]:
     torch.manual_seed(0)
     module = rt.LSTM.from_torch(torch.nn.LSTM(I, H))
     cell = module._cell
-    options = _ops._core_options(cell, _ops._options(cell, module._options))
+    options = _ops.core_options(cell, module._options)
     W, R, b = (module._parameters[k] for k in ("inputWeight", "recurrentWeight", "bias"))
     x = torch.randn(T, N, I, requires_grad=True)
     h0, c0 = (torch.randn(1, N, H, requires_grad=True) for _ in range(2))

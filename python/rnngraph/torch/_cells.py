@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 
 # Graph method parameters that are not tensors.
 _NOT_INPUTS = ("self", "descriptor", "name")
+# The forward op's inputs that a module takes in its call, not as parameters.
+_NOT_PARAMETERS = ("source", "initState", "initCell", "mask")
 # The forward op's saved tensors that its gradient op reads (SPEC.md section 6).
 _SAVED = {"outputFwd": "h", "cellOutputFwd": "cellSequence", "zState": "zState"}
 
@@ -37,6 +39,8 @@ class TorchCell:
     # Derived from ``spec`` by __post_init__ (not arguments): plain fields, read on every call
     # (and traced by torch.compile).
     forward_inputs: tuple[str, ...] = field(init=False)  # source, recurrentWeight, ...
+    # The forward inputs that a module holds as parameters (recurrentWeight, inputWeight, ...).
+    parameters: tuple[str, ...] = field(init=False)
     gradient_inputs: tuple[str, ...] = field(init=False)  # source, ..., sourceGradient, ...
     # ``(name, default)`` of the descriptor properties that change the math: flags (bool) and
     # activations (RNNActivation's raw value), in the descriptor's order.
@@ -63,7 +67,10 @@ class TorchCell:
         object.__setattr__(self, "options", options)
         has_cell = self.spec is LSTM_CELL
         object.__setattr__(self, "has_cell", has_cell)
-        object.__setattr__(self, "forward_inputs", _labels(self.spec.name))
+        forward_inputs = _labels(self.spec.name)
+        object.__setattr__(self, "forward_inputs", forward_inputs)
+        object.__setattr__(self, "parameters", tuple(
+            label for label in forward_inputs if label not in _NOT_PARAMETERS))
         gradient_inputs = _labels(self.spec.gradient_name)
         object.__setattr__(self, "gradient_inputs", gradient_inputs)
         object.__setattr__(self, "required", ("source", "recurrentWeight", "sourceGradient",

@@ -6,7 +6,10 @@ A custom op's call crosses several Python layers (argument defaults, the autogra
 redispatch, the output alias check) on the way in and again for its gradient op. Right after
 a long recurrent kernel those layers run from cold caches, and on a training row of
 BENCHMARKS.md they cost about 0.3 ms per op (measured: benchmarks/results/torch-adapter-*).
-The eager path skips them; anything else (torch.compile, torch.export, fake or meta tensors,
+The eager path skips them, and keeps its own Python to a few plain loops: a training step of
+row 8 ran 198 Python function calls outside the kernels before, 97 now, and the time
+outside them fell from 0.64 to 0.61 ms where the thinnest possible Function takes 0.35-0.39
+(benchmarks/adapter_floor.py; results/adapter-floor-*). Anything else (torch.compile, torch.export, fake or meta tensors,
 tensor subclasses, an active dispatch mode, torch.func's transforms) goes through the ops,
 which those systems see.
 """
@@ -15,13 +18,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import torch
 from torch.utils._python_dispatch import _get_current_dispatch_mode
 
-from rnngraph.dtypes import dense
+from rnngraph.dtypes import dense, naming_memory_errors
+from rnngraph.ops.layouts import checked_sizes, normalise
 from rnngraph.torch import _ops
-from rnngraph.torch._arrays import as_array, as_tensor
+from rnngraph.torch._arrays import check_tensor
 from rnngraph.torch._states import to_op, to_torch
 
 if TYPE_CHECKING:
@@ -33,38 +36,77 @@ if TYPE_CHECKING:
 def eager(tensors: Sequence[torch.Tensor | None]) -> bool:
     """Whether a call on ``tensors`` may take the direct path: plain CPU tensors in eager
     mode, with no tracing system or dispatch mode that needs to see the op."""
-    if (torch.compiler.is_compiling() or _get_current_dispatch_mode() is not None
-            or torch._C._are_functorch_transforms_active()):  # vmap, grad: their wrappers
-        return False
-    return all(t is None or (type(t) in _PLAIN and t.is_cpu) for t in tensors)
+    return _untraced() and _survey(tensors)[0]
+
+
+def _untraced() -> bool:
+    """No tracing system, dispatch mode or torch.func transform needs to see an op."""
+    return not (torch.compiler.is_compiling() or _get_current_dispatch_mode() is not None
+                or torch._C._are_functorch_transforms_active())  # vmap, grad: their wrappers
+
+
+def _survey(tensors: Sequence[torch.Tensor | None]) -> tuple[bool, bool]:
+    """In one pass: whether all of ``tensors`` (None aside) are plain CPU tensors, and
+    whether one requires grad."""
+    plain, requires_grad = True, False
+    for t in tensors:
+        if t is not None:
+            plain = plain and type(t) in _PLAIN and t.is_cpu
+            requires_grad = requires_grad or t.requires_grad
+    return plain, requires_grad
 
 
 _PLAIN = (torch.Tensor, torch.nn.Parameter)  # not subclasses such as FakeTensor
 
 
-def _array(where: str, value: Any, dtype: torch.dtype) -> Any:
-    """A saved NumPy array as it is; a tensor as a NumPy view (None stays None)."""
-    if value is None or isinstance(value, np.ndarray):
-        return value
-    return as_array(where, value, dtype)
+def _kernel_inputs(cell: TorchCell, tensors: Sequence[torch.Tensor | None],
+                   options: dict[str, Any]) -> tuple[dict[str, Any], tuple[int, int, int]]:
+    """The forward kernel's inputs: ``tensors`` (in ``cell.forward_inputs`` order, plain CPU
+    tensors as ``eager`` allows; initial states in torch.nn's layout ``[D, N, H]``) as dense
+    NumPy views by label, states in the op's layout ``[N, D·H]``; and D, N, H.
 
-
-def _forward(cell: TorchCell, tensors: Sequence[torch.Tensor | None], options: dict[str, Any],
-             training: bool) -> tuple[dict[str, Any], dict[str, Any], tuple[torch.Tensor, ...]]:
-    """The forward kernel on ``tensors`` (in ``cell.forward_inputs`` order, initial states
-    in torch.nn's layout ``[D, N, H]``) and ``options``: the dense NumPy arrays the kernel
-    read (by label, states in the op's layout), all it produced (by output name), and h and
-    the final states ``[D, N, H]`` as tensors."""
-    op, dtype = cell.spec.name, _source(tensors).dtype
-    arrays = {label: _array(f"{op}: {label}", t, dtype)
-              for label, t in zip(cell.forward_inputs, tensors)}
-    read, produced = _ops.forward_on_arrays(cell, _op_states(arrays, options), options,
-                                            training, keep_product=training)
-    outputs = (produced["h"], *(produced[name] for name in cell.final_states))
-    return read, produced, tuple(map(as_tensor, outputs))
+    Dtypes are checked against the source's, and shapes by the layouts' cached check (once
+    per signature of shapes, as the Graph does). One loop, no helper per tensor: this runs
+    on every training step right after a kernel has filled the caches (module docstring)."""
+    op, bidirectional = cell.spec.name, options["bidirectional"]
+    source, weight = tensors[0], tensors[1]  # (forward_inputs starts with both)
+    assert source is not None and weight is not None
+    dtype = source.dtype
+    D, N, H = 2 if bidirectional else 1, source.shape[1], weight.shape[-1]
+    arrays: dict[str, Any] = {}
+    shapes: list[tuple[str, tuple[int, ...]]] = []
+    irregular = False  # a strided view, a mask or a peephole: normalise lays it out
+    for label, tensor in zip(cell.forward_inputs, tensors):
+        if tensor is None:
+            arrays[label] = None
+            continue
+        if tensor.dtype != dtype or tensor.layout != torch.strided:
+            check_tensor(f"{op}: {label}", tensor, dtype)  # raises, naming the label
+        array = tensor.numpy(force=True)
+        if label in _STATES:
+            array = to_op(array, D, N, H)
+        arrays[label] = array
+        shapes.append((label, array.shape))
+        irregular = irregular or label in _NORMALISED or not array.flags.c_contiguous
+    sizes = checked_sizes(op, cell.spec, tuple(shapes), bidirectional)
+    if irregular:
+        with naming_memory_errors(op):
+            arrays = normalise(arrays, sizes, bidirectional)
+    return arrays, (D, N, H)
 
 
 _STATES = ("initState", "initCell")  # the inputs in torch.nn's layout, as h_n's and c_n's
+_NORMALISED = ("mask", "peephole")  # broadcast, or reshaped to the core's layout, by normalise
+
+
+def _infer(cell: TorchCell, tensors: Sequence[torch.Tensor | None],
+           options: dict[str, Any]) -> tuple[torch.Tensor, ...]:
+    """An inference call of the forward kernel on ``tensors`` (``_kernel_inputs``), outside
+    autograd: h and the final states ``[D, N, H]``."""
+    read, _ = _kernel_inputs(cell, tensors, options)
+    produced = _ops.run_forward(_ops.core_options(cell, options), read, training=False,
+                                keep_product=False)
+    return _as_tensors(produced, cell)
 
 
 def _op_states(inputs: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
@@ -73,13 +115,6 @@ def _op_states(inputs: dict[str, Any], options: dict[str, Any]) -> dict[str, Any
     D, N, H = _sizes(inputs["source"], inputs["recurrentWeight"], options)
     return {label: to_op(value, D, N, H) if label in _STATES and value is not None else value
             for label, value in inputs.items()}
-
-
-def _source(tensors: Sequence[torch.Tensor | None]) -> torch.Tensor:
-    """The source, the first of the forward op's inputs (the module has checked it)."""
-    source = tensors[0]
-    assert source is not None
-    return source
 
 
 def _sizes(source: Any, recurrent_weight: Any, options: dict[str, Any]) -> tuple[int, int, int]:
@@ -126,53 +161,63 @@ class _Recurrent(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, cell: TorchCell, options: dict[str, Any],
                 *tensors: torch.Tensor | None) -> tuple[torch.Tensor, ...]:
-        read, produced, outputs = _forward(cell, tensors, options, training=True)
+        read, sizes = _kernel_inputs(cell, tensors, options)
+        core_options = _ops.core_options(cell, options)
+        produced = _ops.run_forward(core_options, read, training=True,
+                                    keep_product=True)  # (kept by a resetAfter GRU only)
+        outputs = _as_tensors(produced, cell)
         ctx.set_materialize_grads(False)  # an unused output's gradient stays None, not zeros
-        ctx.cell, ctx.options = cell, options  # (no tensors on ctx: NumPy arrays only)
-        ctx.produced, ctx.inputs = produced, read
+        ctx.cell, ctx.core_options, ctx.sizes = cell, core_options, sizes
+        ctx.bidirectional = options["bidirectional"]
+        ctx.produced, ctx.inputs = produced, read  # (no tensors on ctx: NumPy arrays only)
         ctx.save_for_backward(*tensors, outputs[0])
         return outputs
 
     @staticmethod
     def backward(ctx: Any, *grads: torch.Tensor | None) -> tuple[Any, ...]:
-        with torch.no_grad():
+        if not torch.is_grad_enabled():  # (autograd's backward runs without grad mode)
+            return _Recurrent._gradients(ctx, *grads)
+        with torch.no_grad():  # create_graph=True: the results are marked instead
             gradients = _Recurrent._gradients(ctx, *grads)
         return _once_differentiable(ctx.cell.spec.gradient_name, gradients)
 
     @staticmethod
     def _gradients(ctx: Any, *grads: torch.Tensor | None) -> tuple[Any, ...]:
-        cell, options, inputs = ctx.cell, ctx.options, ctx.inputs
-        *tensors, h = ctx.saved_tensors  # (reading them raises if one was modified in place)
-        op, dtype = cell.spec.gradient_name, h.dtype
-        D, N, H = _sizes(inputs["source"], inputs["recurrentWeight"], options)
-
-        def output_gradient(name: str, g: torch.Tensor) -> Any:
-            """The kernel's argument for an output's gradient, dense (it may be strided:
-            an expanded sum's ones)."""
-            array = _array(f"{op}: {name}", g, dtype)
-            return dense(array if name == "h" else to_op(array, D, N, H))
-
-        # (An unused h's gradient is None: gradient_arguments gives the kernel zeros.)
-        by_output = {name: None if g is None else output_gradient(name, g)
-                     for name, g in zip(cell.differentiable_outputs, grads)}
+        cell, inputs, (D, N, H) = ctx.cell, ctx.inputs, ctx.sizes
+        # (Reading them raises if one was modified in place since the forward, h too: the
+        # kernel reads its array as outputFwd.)
+        *tensors, _h = ctx.saved_tensors
+        # The outputs' gradients as the kernel takes them: dense (one may be strided, an
+        # expanded sum's ones), the final states' in the op's layout. Autograd gives each the
+        # shape and dtype of its output; an unused one is None (gradient_arguments gives the
+        # kernel zeros for h's).
+        by_output: dict[str, Any] = {}
+        for name, g in zip(cell.differentiable_outputs, grads):
+            array = None if g is None else g.numpy(force=True)
+            by_output[name] = (array if array is None
+                               else dense(array if name == "h" else to_op(array, D, N, H)))
         arguments = _ops.gradient_arguments(cell, inputs, ctx.produced, by_output,
-                                            options["bidirectional"])
-        gradients = _ops.gradient_on_arrays(cell, arguments, options)
-        return (None, None, *(None if label not in gradients
-                              else as_tensor(_input_layout(label, gradients[label], t.shape,
-                                                           D, N, H))
-                              for label, t in zip(cell.forward_inputs, tensors)))
+                                            ctx.bidirectional)
+        gradients = _ops.run_gradients(ctx.core_options, arguments)
+        # Each input's gradient shaped like the input (the states' from the op's layout).
+        results: list[torch.Tensor | None] = [None, None]  # (for cell and options)
+        for label, tensor in zip(cell.forward_inputs, tensors):
+            gradient = gradients.get(label)
+            if gradient is None:
+                results.append(None)
+                continue
+            if label in _STATES:
+                gradient = to_torch(gradient, D, N, H)
+            results.append(torch.from_numpy(gradient if gradient.shape == tensor.shape
+                                             else gradient.reshape(tensor.shape)))
+        return tuple(results)
 
 
-def _input_layout(label: str, gradient: Any, shape: torch.Size, D: int, N: int,
-                  H: int) -> Any:
-    """An input's gradient from the kernel (op layout) shaped like the input."""
-    return (to_torch(gradient, D, N, H) if label in _STATES else gradient).reshape(shape)
-
-
-def _records(tensors: Sequence[torch.Tensor | None]) -> bool:
-    """Whether autograd records a call on ``tensors``: grad mode on and one requires grad."""
-    return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
+def _as_tensors(produced: dict[str, Any], cell: TorchCell) -> tuple[torch.Tensor, ...]:
+    """h and the final states ``[D, N, H]`` that the forward kernel ``produced``, as tensors
+    over its arrays."""
+    outputs = (produced["h"], *(produced[name] for name in cell.final_states))
+    return tuple([torch.from_numpy(output) for output in outputs])
 
 
 def call(cell: TorchCell, inputs: dict[str, torch.Tensor | None], options: dict[str, Any],
@@ -189,15 +234,16 @@ def call(cell: TorchCell, inputs: dict[str, torch.Tensor | None], options: dict[
     would record (``training=False`` with inputs that require grad): its backward refuses,
     as the op's does."""
     tensors = [inputs.get(label) for label in cell.forward_inputs]  # (None where absent)
-    recorded = _records(tensors)
+    plain, requires_grad = _survey(tensors)
+    recorded = requires_grad and torch.is_grad_enabled()  # (autograd records the call)
     training = recorded if training is None else training
-    if eager(tensors):
+    if plain and _untraced():
         if training:
             outputs: tuple[torch.Tensor, ...]
             outputs = _Recurrent.apply(cell, options, *tensors)  # type: ignore[no-untyped-call]
             return outputs
         if not recorded:
-            return _forward(cell, tensors, options, training=False)[2]
+            return _infer(cell, tensors, options)
     if recorded and torch._C._are_functorch_transforms_active():
         # torch's custom-op autograd has no torch.func support: say so, and what works
         raise RuntimeError(f"rnngraph.torch.{cell.spec.name}: torch.func transforms (vmap, "

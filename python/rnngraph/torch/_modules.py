@@ -104,8 +104,7 @@ class _RecurrentModule(nn.Module):
         """The parameters by label, None where absent (read from ``_parameters``, which
         ``nn.Module.__getattr__`` reads too, without its fallbacks)."""
         parameters = self._parameters
-        return {label: parameters.get(label) for label in self._cell.forward_inputs
-                if label not in ("source", "initState", "initCell", "mask")}
+        return {label: parameters.get(label) for label in self._cell.parameters}
 
     # --- forward -------------------------------------------------------------------------
 

@@ -80,13 +80,14 @@ def names_and_defaults(cell: TorchCell, tensors: tuple[str, ...],
     return list(defaults), defaults
 
 
+def core_options(cell: TorchCell, bound: dict[str, Any]) -> CoreOptions:
+    """The core's options object for the options in ``bound`` (made once per combination)."""
+    return _core_options(cell, tuple([(name, bound[name]) for name, _ in cell.options]))
+
+
 @functools.lru_cache(maxsize=512)
 def _core_options(cell: TorchCell, options: tuple[tuple[str, Any], ...]) -> CoreOptions:
     return cell.spec.options_type(**dict(options))
-
-
-def _options(cell: TorchCell, bound: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
-    return tuple((name, bound[name]) for name, _ in cell.options)
 
 
 def _arrays(op: str, labels: tuple[str, ...], bound: dict[str, Any]) -> dict[str, Any]:
@@ -113,8 +114,15 @@ def forward_on_arrays(cell: TorchCell, arrays: dict[str, Any], bound: dict[str, 
     sizes = infer_sizes(op, cell.spec, arrays, bound["bidirectional"])
     with naming_memory_errors(op):
         dense = normalise(arrays, sizes, bound["bidirectional"])
+    return dense, run_forward(core_options(cell, bound), dense, training, keep_product)
+
+
+def run_forward(options: CoreOptions, dense: dict[str, Any], training: bool,
+                keep_product: bool) -> dict[str, Any]:
+    """The forward kernel on ``dense`` (checked, dense NumPy arrays in the op's layouts, by
+    label) with the core's ``options``: what it produced, by output name
+    (``forward_on_arrays``)."""
     follow_torch()
-    options = _core_options(cell, _options(cell, bound))
     result: tuple[Any, ...] = _core.rnn_forward(options, dense, training=training,
                                                 final_states=True,
                                                 recurrent_product=keep_product)
@@ -125,7 +133,7 @@ def forward_on_arrays(cell: TorchCell, arrays: dict[str, Any], bound: dict[str, 
         produced["cell"] = c_n
     if kept and kept[0] is not None:
         produced["recurrentProduct"] = kept[0]
-    return dense, produced
+    return produced
 
 
 def forward_arrays(cell: TorchCell, bound: dict[str, Any]) -> dict[str, NDArray[Any]]:
@@ -167,8 +175,13 @@ def gradient_on_arrays(cell: TorchCell, dense: dict[str, Any],
     """The gradient kernel on ``dense`` (dense NumPy arrays in the op's layouts, by label;
     the core checks their shapes) and the options in ``bound``: the gradients by label, in
     the op's layouts."""
+    return run_gradients(core_options(cell, bound), dense)
+
+
+def run_gradients(options: CoreOptions, dense: dict[str, Any]) -> dict[str, NDArray[Any]]:
+    """The gradient kernel on ``dense`` with the core's ``options`` (``gradient_on_arrays``)."""
     follow_torch()
-    return _core.rnn_gradients(_core_options(cell, _options(cell, bound)), dense)
+    return _core.rnn_gradients(options, dense)
 
 
 def gradient_kernel(cell: TorchCell, bound: dict[str, Any]) -> list[torch.Tensor]:
