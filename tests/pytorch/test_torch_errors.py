@@ -125,6 +125,25 @@ def test_float32_hx_with_float64_input(cell, where, name):
         module(x, tuple(states) if cell == "lstm" else states[0])
 
 
+@pytest.mark.parametrize("grad", [True, False], ids=["training", "no_grad"])
+@pytest.mark.parametrize(("label", "replacement", "error", "match"), [
+    ("inputWeight", lambda p: p.float(), TypeError,
+     r"LSTM: inputWeight: expected torch\.float64 like the other inputs, got torch\.float32"),
+    ("bias", lambda p: p.to(torch.float16), TypeError,
+     r"LSTM: bias: expected torch\.float32 or torch\.float64, got torch\.float16"),
+    ("recurrentWeight", lambda p: p[:, :-1], ValueError,
+     r"LSTM: recurrentWeight: expected shape \[4H, H\]"),
+    ("peephole", lambda p: p[:-1], ValueError, r"LSTM: peephole: expected shape")])
+def test_a_replaced_parameter_is_named_by_its_label(grad, label, replacement, error, match):
+    """A parameter a user replaced (another dtype, a wrong shape) is refused naming its Swift
+    label, whether autograd records the call or not."""
+    module = build("lstm", peephole=True)
+    x, hx = sample(module)
+    setattr(module, label, torch.nn.Parameter(replacement(getattr(module, label).detach())))
+    with torch.set_grad_enabled(grad), pytest.raises(error, match=match):
+        module(x, hx)
+
+
 @pytest.mark.parametrize("cell", CELLS)
 def test_the_raw_op_names_the_label_of_another_dtype(cell):
     for label, value in raw_inputs(cell).items():

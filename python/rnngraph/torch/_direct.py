@@ -83,7 +83,7 @@ def _kernel_inputs(cell: TorchCell, tensors: Sequence[torch.Tensor | None],
         if tensor.dtype != dtype or tensor.layout != torch.strided:
             check_tensor(f"{op}: {label}", tensor, dtype)  # raises, naming the label
         array = tensor.numpy(force=True)
-        if label in _STATES:
+        if label in _STATES and array.shape[-1] == H:  # (else the shape check names R)
             array = to_op(array, D, N, H)
         arrays[label] = array
         shapes.append((label, array.shape))
