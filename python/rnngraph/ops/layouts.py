@@ -61,15 +61,13 @@ def infer_sizes(op: str, spec: CellSpec, inputs: Arguments, bidirectional: bool)
     The checks run once per signature of shapes (a training loop repeats one every step):
     the sizes are cached by the shapes, and each call gets its own copy of them."""
     shapes_given = tuple((label, tuple(v.shape)) for label, v in inputs.items() if v is not None)
-    return dict(checked_sizes(op, spec, shapes_given, bidirectional))
+    return dict(_checked_sizes(op, spec, shapes_given, bidirectional))
 
 
 @functools.lru_cache(maxsize=1024)
-def checked_sizes(op: str, spec: CellSpec, shapes_given: tuple[tuple[str, tuple[Any, ...]], ...],
-                  bidirectional: bool) -> Sizes:
-    """``infer_sizes`` on the given inputs' ``(label, shape)`` pairs (a wrong shape raises,
-    and is never cached). The sizes returned are shared by every call with these shapes:
-    not to be changed."""
+def _checked_sizes(op: str, spec: CellSpec, shapes_given: tuple[tuple[str, tuple[Any, ...]], ...],
+                   bidirectional: bool) -> Sizes:
+    """``infer_sizes`` on the inputs' shapes (a wrong shape raises, and is never cached)."""
     shape_of = dict(shapes_given)
     has_w = "inputWeight" in shape_of
     if len(shape_of["source"]) != 3:

@@ -6,12 +6,13 @@ A custom op's call crosses several Python layers (argument defaults, the autogra
 redispatch, the output alias check) on the way in and again for its gradient op. Right after
 a long recurrent kernel those layers run from cold caches, and on a training row of
 BENCHMARKS.md they cost about 0.3 ms per op (measured: benchmarks/results/torch-adapter-*).
-The eager path skips them, and keeps its own Python to a few plain loops: a training step of
-row 8 ran 198 Python function calls outside the kernels before, 97 now, and the time
-outside them fell from 0.64 to 0.61 ms where the thinnest possible Function takes 0.35-0.39
-(benchmarks/adapter_floor.py; results/adapter-floor-*). Anything else (torch.compile, torch.export, fake or meta tensors,
-tensor subclasses, an active dispatch mode, torch.func's transforms) goes through the ops,
-which those systems see.
+The eager path skips them, and keeps its own Python to plain loops (one over the inputs,
+one over the gradients; the shape checks are the ops', cached per signature of shapes): a
+training step of row 8 runs 102 Python function calls outside the kernels (198 with a helper
+chain per tensor), about 0.2 ms over the thinnest possible Function around the same kernels
+(benchmarks/adapter_floor.py, results/adapter-floor-*). Anything else (torch.compile,
+torch.export, fake or meta tensors, tensor subclasses, an active dispatch mode, torch.func's
+transforms) goes through the ops, which those systems see.
 """
 
 from __future__ import annotations
@@ -21,8 +22,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch.utils._python_dispatch import _get_current_dispatch_mode
 
-from rnngraph.dtypes import dense, naming_memory_errors
-from rnngraph.ops.layouts import checked_sizes, normalise
+from rnngraph.dtypes import dense
 from rnngraph.torch import _ops
 from rnngraph.torch._arrays import check_tensor
 from rnngraph.torch._states import to_op, to_torch
@@ -59,53 +59,39 @@ def _survey(tensors: Sequence[torch.Tensor | None]) -> tuple[bool, bool]:
 _PLAIN = (torch.Tensor, torch.nn.Parameter)  # not subclasses such as FakeTensor
 
 
-def _kernel_inputs(cell: TorchCell, tensors: Sequence[torch.Tensor | None],
+def _kernel_arrays(cell: TorchCell, tensors: Sequence[torch.Tensor | None],
                    options: dict[str, Any]) -> tuple[dict[str, Any], tuple[int, int, int]]:
-    """The forward kernel's inputs: ``tensors`` (in ``cell.forward_inputs`` order, plain CPU
-    tensors as ``eager`` allows; initial states in torch.nn's layout ``[D, N, H]``) as dense
-    NumPy views by label, states in the op's layout ``[N, D·H]``; and D, N, H.
-
-    Dtypes are checked against the source's, and shapes by the layouts' cached check (once
-    per signature of shapes, as the Graph does). One loop, no helper per tensor: this runs
-    on every training step right after a kernel has filled the caches (module docstring)."""
-    op, bidirectional = cell.spec.name, options["bidirectional"]
-    source, weight = tensors[0], tensors[1]  # (forward_inputs starts with both)
-    assert source is not None and weight is not None
-    dtype = source.dtype
-    D, N, H = 2 if bidirectional else 1, source.shape[1], weight.shape[-1]
+    """``tensors`` (in ``cell.forward_inputs`` order, plain CPU tensors as ``eager`` allows;
+    initial states in torch.nn's layout ``[D, N, H]``) as NumPy views by label, the states
+    in the op's layout ``[N, D·H]``, each dtype checked against the source's (another is
+    named by its label); and D, N, H. ``_ops.forward_on_arrays`` checks the shapes and
+    makes the arrays dense. One loop, no helper per tensor: this runs on every training step
+    right after a kernel has filled the caches (module docstring)."""
+    op, source = cell.spec.name, tensors[0]
+    assert source is not None  # (forward_inputs starts with the source, then R)
+    D, N, H = _sizes(source, tensors[1], options)
     arrays: dict[str, Any] = {}
-    shapes: list[tuple[str, tuple[int, ...]]] = []
-    irregular = False  # a strided view, a mask or a peephole: normalise lays it out
     for label, tensor in zip(cell.forward_inputs, tensors):
-        if tensor is None:
-            arrays[label] = None
-            continue
-        if tensor.dtype != dtype or tensor.layout != torch.strided:
-            check_tensor(f"{op}: {label}", tensor, dtype)  # raises, naming the label
-        array = tensor.numpy(force=True)
-        if label in _STATES and array.shape[-1] == H:  # (else the shape check names R)
-            array = to_op(array, D, N, H)
+        array = None
+        if tensor is not None:
+            if tensor.dtype != source.dtype or tensor.layout != torch.strided:
+                check_tensor(f"{op}: {label}", tensor, source.dtype)  # raises, naming it
+            array = tensor.numpy(force=True)
+            if label in _STATES and array.shape[-1] == H:  # (else the shape check names R)
+                array = to_op(array, D, N, H)
         arrays[label] = array
-        shapes.append((label, array.shape))
-        irregular = irregular or label in _NORMALISED or not array.flags.c_contiguous
-    sizes = checked_sizes(op, cell.spec, tuple(shapes), bidirectional)
-    if irregular:
-        with naming_memory_errors(op):
-            arrays = normalise(arrays, sizes, bidirectional)
     return arrays, (D, N, H)
 
 
 _STATES = ("initState", "initCell")  # the inputs in torch.nn's layout, as h_n's and c_n's
-_NORMALISED = ("mask", "peephole")  # broadcast, or reshaped to the core's layout, by normalise
 
 
 def _infer(cell: TorchCell, tensors: Sequence[torch.Tensor | None],
            options: dict[str, Any]) -> tuple[torch.Tensor, ...]:
-    """An inference call of the forward kernel on ``tensors`` (``_kernel_inputs``), outside
+    """An inference call of the forward kernel on ``tensors`` (``_kernel_arrays``), outside
     autograd: h and the final states ``[D, N, H]``."""
-    read, _ = _kernel_inputs(cell, tensors, options)
-    produced = _ops.run_forward(_ops.core_options(cell, options), read, training=False,
-                                keep_product=False)
+    arrays, _ = _kernel_arrays(cell, tensors, options)
+    _, produced = _ops.forward_on_arrays(cell, arrays, options, training=False)
     return _as_tensors(produced, cell)
 
 
@@ -161,14 +147,12 @@ class _Recurrent(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, cell: TorchCell, options: dict[str, Any],
                 *tensors: torch.Tensor | None) -> tuple[torch.Tensor, ...]:
-        read, sizes = _kernel_inputs(cell, tensors, options)
-        core_options = _ops.core_options(cell, options)
-        produced = _ops.run_forward(core_options, read, training=True,
-                                    keep_product=True)  # (kept by a resetAfter GRU only)
+        arrays, sizes = _kernel_arrays(cell, tensors, options)
+        read, produced = _ops.forward_on_arrays(cell, arrays, options, training=True,
+                                                keep_product=True)  # (a resetAfter GRU's)
         outputs = _as_tensors(produced, cell)
         ctx.set_materialize_grads(False)  # an unused output's gradient stays None, not zeros
-        ctx.cell, ctx.core_options, ctx.sizes = cell, core_options, sizes
-        ctx.bidirectional = options["bidirectional"]
+        ctx.cell, ctx.options, ctx.sizes = cell, options, sizes
         ctx.produced, ctx.inputs = produced, read  # (no tensors on ctx: NumPy arrays only)
         ctx.save_for_backward(*tensors, outputs[0])
         return outputs
@@ -197,8 +181,8 @@ class _Recurrent(torch.autograd.Function):
             by_output[name] = (array if array is None
                                else dense(array if name == "h" else to_op(array, D, N, H)))
         arguments = _ops.gradient_arguments(cell, inputs, ctx.produced, by_output,
-                                            ctx.bidirectional)
-        gradients = _ops.run_gradients(ctx.core_options, arguments)
+                                            ctx.options["bidirectional"])
+        gradients = _ops.gradient_on_arrays(cell, arguments, ctx.options)
         # Each input's gradient shaped like the input (the states' from the op's layout).
         results: list[torch.Tensor | None] = [None, None]  # (for cell and options)
         for label, tensor in zip(cell.forward_inputs, tensors):

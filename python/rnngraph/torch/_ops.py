@@ -114,16 +114,9 @@ def forward_on_arrays(cell: TorchCell, arrays: dict[str, Any], bound: dict[str, 
     sizes = infer_sizes(op, cell.spec, arrays, bound["bidirectional"])
     with naming_memory_errors(op):
         dense = normalise(arrays, sizes, bound["bidirectional"])
-    return dense, run_forward(core_options(cell, bound), dense, training, keep_product)
-
-
-def run_forward(options: CoreOptions, dense: dict[str, Any], training: bool,
-                keep_product: bool) -> dict[str, Any]:
-    """The forward kernel on ``dense`` (checked, dense NumPy arrays in the op's layouts, by
-    label) with the core's ``options``: what it produced, by output name
-    (``forward_on_arrays``)."""
     follow_torch()
-    result: tuple[Any, ...] = _core.rnn_forward(options, dense, training=training,
+    result: tuple[Any, ...] = _core.rnn_forward(core_options(cell, bound), dense,
+                                                training=training,
                                                 final_states=True,
                                                 recurrent_product=keep_product)
     h, c, z, h_n, c_n, *kept = result  # (kept: [recurrentProduct or None] when asked for)
@@ -133,7 +126,7 @@ def run_forward(options: CoreOptions, dense: dict[str, Any], training: bool,
         produced["cell"] = c_n
     if kept and kept[0] is not None:
         produced["recurrentProduct"] = kept[0]
-    return produced
+    return dense, produced
 
 
 def forward_arrays(cell: TorchCell, bound: dict[str, Any]) -> dict[str, NDArray[Any]]:
@@ -175,13 +168,8 @@ def gradient_on_arrays(cell: TorchCell, dense: dict[str, Any],
     """The gradient kernel on ``dense`` (dense NumPy arrays in the op's layouts, by label;
     the core checks their shapes) and the options in ``bound``: the gradients by label, in
     the op's layouts."""
-    return run_gradients(core_options(cell, bound), dense)
-
-
-def run_gradients(options: CoreOptions, dense: dict[str, Any]) -> dict[str, NDArray[Any]]:
-    """The gradient kernel on ``dense`` with the core's ``options`` (``gradient_on_arrays``)."""
     follow_torch()
-    return _core.rnn_gradients(options, dense)
+    return _core.rnn_gradients(core_options(cell, bound), dense)
 
 
 def gradient_kernel(cell: TorchCell, bound: dict[str, Any]) -> list[torch.Tensor]:
