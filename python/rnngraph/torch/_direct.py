@@ -109,13 +109,12 @@ def _sizes(source: Any, recurrent_weight: Any, options: dict[str, Any]) -> tuple
 
 
 def _once_differentiable(op: str, gradients: tuple[Any, ...]) -> tuple[Any, ...]:
-    """The backward's results, made to raise if differentiated again (``create_graph=True``
-    and a second backward through them, e.g. a gradient penalty): the gradient kernel runs on
-    NumPy arrays, so it records no graph, and its results must not pass for constants.
-    (torch.autograd.function.once_differentiable marks them only when an incoming gradient
-    requires grad, which ``autograd.grad(loss, x, create_graph=True)``'s does not.)"""
-    if not torch.is_grad_enabled():
-        return gradients
+    """The backward's results under ``create_graph=True`` (grad mode on), made to raise if
+    differentiated again (a second backward through them, e.g. a gradient penalty): the
+    gradient kernel runs on NumPy arrays, so it records no graph, and its results must not
+    pass for constants. (torch.autograd.function.once_differentiable marks them only when an
+    incoming gradient requires grad, which ``autograd.grad(loss, x, create_graph=True)``'s
+    does not.)"""
     tensors = [i for i, g in enumerate(gradients) if isinstance(g, torch.Tensor)]
     error = torch._C._functions.DelayedError(
         f"{op}: rnngraph's gradient kernels cannot be differentiated again (double backward); "
