@@ -79,10 +79,11 @@ def test_the_callers_rounding_mode_applies_to_every_thread(rng):
     assert not np.array_equal(results[1], nearest), "rounding upward changed nothing"
 
 
-# m, n, k of products the BLAS computes in blocks (gemm_parallel.cpp): blocks one thread claims
-# together run as one call, so 1 thread sums each element in a rectangle as large as the
-# whole product and 16 threads in single blocks. Odd sides leave uneven blocks; a deep k is
-# cut into parts (split-k), a thin C into 128-wide blocks.
+# m, n, k of products the BLAS computes in blocks (gemm_parallel.cpp): blocks of one part of k
+# that one thread claims together run as one call, so 1 thread sums each element in a
+# rectangle as large as the whole product (or its part of k) and 16 threads in single blocks.
+# Odd sides leave uneven blocks; a deep k is cut into parts (split-k), a thin C into 128-wide
+# blocks.
 PRODUCTS = [(400, 2048, 512), (2048, 512, 400), (400, 512, 2048), (1500, 500, 1120),
             (1023, 769, 301), (128, 4096, 64), (4096, 200, 3000), (333, 333, 9000)]
 

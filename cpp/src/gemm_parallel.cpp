@@ -89,18 +89,18 @@ bool merge_blocks() {
   }
 }
 
-// The blocks [first, last) of `cut` (row-major over the grid), as few BLAS calls as
-// rectangles of whole blocks cover them: a partial row of blocks, whole rows, a partial row.
-// One call repacks each operand once where per-block calls repack them for every block.
-// Only where each element of C is measured to be the same sum whatever rectangle holds it
-// (merge_blocks): float, on OpenBLAS's SkylakeX-family cores, blocks of kBlasMergeMin
-// multiply-adds or more.
+// The blocks [first, last) of `cut` (row-major over the grid), summed over the slice [k0,
+// k0 + kc) of k, as few BLAS calls as rectangles of whole blocks cover them: a partial row of
+// blocks, whole rows, a partial row. One call repacks each operand once where per-block calls
+// repack them for every block. Only where each element of C is measured to be the same sum
+// whatever rectangle holds it (merge_blocks): float, on OpenBLAS's SkylakeX-family cores,
+// blocks of kBlasMergeMin multiply-adds or more.
 // (1 thread, 2-core machine, rnngraph's OpenBLAS, GFLOP/s as one call / as 256 x 256 blocks:
 // row 8's projection 182 / 156, its dR 192 / 167, its dx 190 / 172; 2048³ 220 / 193.)
 template <class S>
 void blas_block_runs(const ProductCut& cut, Index first, Index last, Trans ta, Trans tb, Index m,
-                     Index n, Index k, S alpha, const S* a, Index lda, const S* b, Index ldb,
-                     S beta, S* c, Index ldc) {
+                     Index n, Index k0, Index kc, S alpha, const S* a, Index lda, const S* b,
+                     Index ldb, S beta, S* c, Index ldc) {
   const Index columns = cut.column_blocks;
   while (first < last) {
     const Index rb = first / columns, cb = first % columns;
@@ -111,8 +111,8 @@ void blas_block_runs(const ProductCut& cut, Index first, Index last, Trans ta, T
     }
     const Index r0 = cut.row_edge(m, rb), r1 = cut.row_edge(m, rb_end);
     const Index c0 = cut.column_edge(n, cb), c1 = cut.column_edge(n, cb_end);
-    const auto [ab, bb] = block_operands(ta, tb, a, lda, b, ldb, r0, c0, Index(0));
-    gemm_with(ProductPath::blas, ta, tb, r1 - r0, c1 - c0, k, alpha, ab, lda, bb, ldb, beta,
+    const auto [ab, bb] = block_operands(ta, tb, a, lda, b, ldb, r0, c0, k0);
+    gemm_with(ProductPath::blas, ta, tb, r1 - r0, c1 - c0, kc, alpha, ab, lda, bb, ldb, beta,
               c + r0 * ldc + c0, ldc);
     first += (rb_end - rb) * columns - cb - (columns - cb_end);
   }
@@ -138,9 +138,9 @@ PlannedProduct<S> plan(const GemmProduct<S>& p) {
   planned.kernel = gemm_kernel(p.ta, p.tb, p.m, p.n, p.k, p.alpha == S(1));
   planned.cut = cut_product(p.m, p.n, p.k);
   const ProductCut& cut = planned.cut;
-  const Index block_work = (p.m / cut.row_blocks) * (p.n / cut.column_blocks) * p.k;
-  planned.merged = planned.kernel == ProductPath::blas && cut.parts == 1 &&
-                   block_work >= tuning::kBlasMergeMin && merge_blocks<S>();
+  const Index task_work = (p.m / cut.row_blocks) * (p.n / cut.column_blocks) * (p.k / cut.parts);
+  planned.merged = planned.kernel == ProductPath::blas && task_work >= tuning::kBlasMergeMin &&
+                   merge_blocks<S>();
   planned.items[0] = cut.blocks() * cut.parts;
   if (cut.parts > 1) {
     planned.partials.resize(static_cast<size_t>((cut.parts - 1) * p.m * p.n));
@@ -149,28 +149,41 @@ PlannedProduct<S> plan(const GemmProduct<S>& p) {
   return planned;
 }
 
-// The tasks [first, last) of one product: blocks of C, each over one part of k. Part 0 goes
-// into C, part j > 0 into partials (added to C afterwards, see add_parts).
+// The tasks [first, last) of one product: blocks of C, each over one part of k, part by
+// part (task j·blocks + b is block b over part j), so that a thread's run of tasks holds
+// whole rows of blocks of one part: one BLAS call when merged. Part 0 goes into C, part
+// j > 0 into partials (added to C afterwards, see add_parts).
+// (Merged per part against a call per task, 1 thread, 2-core machine, the BLAS alone, ms:
+// row 12's dR [1500 x 500, k 1120 in 4 parts] 7.48 / 8.08, row 10's 28.2 / 29.0, row 7's
+// 5.70 / 6.12, row 11's 6.07 / 6.48; the whole product in one call 6.97, 27.7, 5.90, 6.20.
+// Whole train steps, 1 and 2 threads: rows 12 and 15 0.6-2.3 % faster, rows 7, 10, 11
+// within ±1.5 %, the rounds' spread; 4 to 16 threads on the 16-core machine within its
+// ±10 % (results/gemm-split-k-merge-ab-2026-11-25.txt).)
 template <class S>
 void run_tasks(PlannedProduct<S>& planned, Index first, Index last) {
   const GemmProduct<S>& p = planned.p;
   const ProductCut& cut = planned.cut;
-  if (planned.merged) {
-    return blas_block_runs(cut, first, last, p.ta, p.tb, p.m, p.n, p.k, p.alpha, p.a, p.lda, p.b,
-                           p.ldb, p.beta, p.c, p.ldc);
-  }
-  const Index parts = cut.parts;
-  for (Index task = first; task < last; ++task) {
-    const Index block_index = task / parts, j = task % parts;
-    const Index rb = block_index / cut.column_blocks, cb = block_index % cut.column_blocks;
-    const Index r0 = cut.row_edge(p.m, rb), r1 = cut.row_edge(p.m, rb + 1);
-    const Index c0 = cut.column_edge(p.n, cb), c1 = cut.column_edge(p.n, cb + 1);
-    const Index k0 = p.k * j / parts, kc = p.k * (j + 1) / parts - k0;
-    const auto [ab, bb] = block_operands(p.ta, p.tb, p.a, p.lda, p.b, p.ldb, r0, c0, k0);
+  const Index blocks = cut.blocks();
+  while (first < last) {
+    const Index j = first / blocks, end = std::min(last, (j + 1) * blocks);
+    const Index k0 = p.k * j / cut.parts, kc = p.k * (j + 1) / cut.parts - k0;
     S* cj = j == 0 ? p.c : planned.partials.data() + (j - 1) * p.m * p.n;
     const Index ldcj = j == 0 ? p.ldc : p.n;
-    gemm_with(planned.kernel, p.ta, p.tb, r1 - r0, c1 - c0, kc, p.alpha, ab, p.lda, bb, p.ldb,
-              j == 0 ? p.beta : S(0), cj + r0 * ldcj + c0, ldcj);
+    const S beta = j == 0 ? p.beta : S(0);
+    if (planned.merged) {
+      blas_block_runs(cut, first - j * blocks, end - j * blocks, p.ta, p.tb, p.m, p.n, k0, kc,
+                      p.alpha, p.a, p.lda, p.b, p.ldb, beta, cj, ldcj);
+    } else {
+      for (Index block_index = first - j * blocks; block_index < end - j * blocks; ++block_index) {
+        const Index rb = block_index / cut.column_blocks, cb = block_index % cut.column_blocks;
+        const Index r0 = cut.row_edge(p.m, rb), r1 = cut.row_edge(p.m, rb + 1);
+        const Index c0 = cut.column_edge(p.n, cb), c1 = cut.column_edge(p.n, cb + 1);
+        const auto [ab, bb] = block_operands(p.ta, p.tb, p.a, p.lda, p.b, p.ldb, r0, c0, k0);
+        gemm_with(planned.kernel, p.ta, p.tb, r1 - r0, c1 - c0, kc, p.alpha, ab, p.lda, bb,
+                  p.ldb, beta, cj + r0 * ldcj + c0, ldcj);
+      }
+    }
+    first = end;
   }
 }
 

@@ -141,11 +141,12 @@ constexpr Index kGemmMinBlock = 128;
 // dx cut into only 2 blocks (machine16-profile-16threads-2026-11-22T2318).
 constexpr Index kGemmTasks = 16;
 constexpr Index kGemmDepth = 256;
-// Adjacent blocks that one thread claims together run as one BLAS call (gemm_parallel.cpp,
-// blas_block_runs and merge_blocks; with one thread, the whole product) when each block has
-// at least this many multiply-adds: OpenBLAS's small-matrix and direct kernels, which sum
-// differently, take only products of a few thousand, so a block and the rectangle holding it
-// are summed alike (checked bit for bit, tests/test_thread_identity.py).
+// Adjacent blocks of one part of k that one thread claims together run as one BLAS call
+// (gemm_parallel.cpp, blas_block_runs and merge_blocks; with one thread, the whole product,
+// or one call per part of a split k) when each block has at least this many multiply-adds
+// over its part: OpenBLAS's small-matrix and direct kernels, which sum differently, take only
+// products of a few thousand, so a block and the rectangle holding it are summed alike
+// (checked bit for bit, tests/test_thread_identity.py).
 constexpr Index kBlasMergeMin = Index(1) << 20;
 
 // ---- Packed-panel tiles (packed_gemm.cpp) ---------------------------------------------
