@@ -237,6 +237,14 @@ constexpr Index kTeamUnitStepsMaxRows = 1;
 // threads 0.61 / 0.52, and row 6 (187) 8 threads 48.7 / 41.5: each item then streams all the
 // rows of x for each gate's short run of panels (results/machine16-step-projection-ab-2026-11-24.txt).
 constexpr Index kStepProjectionRows = 1;
+// A call of a single step (T = 1: a decoder step, row 3) runs that step as one phase by
+// units, its projection in the same items, up to this many rows: the call is then one phase
+// where it was three (the projection, the step's product, its element-wise math), and the
+// few rows of x stay in cache for every item. 2-core machine, 2 threads, medians of 4
+// alternating processes, ms, one phase / three: row 3 (LSTM N = 10, H = 512) 0.153 / 0.160,
+// LSTM N = 16 0.246 / 0.248, GRU N = 8 0.076 / 0.078, LSTM N = 4 H = 1024 0.347 / 0.366
+// (results/single-step-units-ab-2026-11-25.txt).
+constexpr Index kSingleStepUnitRows = 16;
 // A thread that has no item left in a phase spins this long for the phase to end (the other
 // threads' items of one step take a few to a few tens of microseconds), then yields its core
 // for kPhaseYieldUs (a descheduled thread holding an item may get it), then sleeps until

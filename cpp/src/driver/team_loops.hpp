@@ -51,12 +51,15 @@ void mask_previous(const Direction<S>& dir, const ForwardSequences<S>& seqs, Ind
 }
 
 // Whether a team runs each step of this call as one phase of items of hidden units
-// (forward_team_by_units): up to kTeamUnitStepsMaxRows rows, a cell whose step reads only
-// each unit's own columns, and no dependent product.
+// (forward_team_by_units): up to kTeamUnitStepsMaxRows rows, or kSingleStepUnitRows for a
+// call of one step, a cell whose step reads only each unit's own columns, and no dependent
+// product.
 template <class Cell>
 bool steps_by_units(const Cell& cell, const RNNShape& s) {
   if constexpr (Cell::column_steps) {
-    return s.N <= tuning::kTeamUnitStepsMaxRows && !cell.uses_dependent_product();
+    const Index max_rows =
+        s.T == 1 ? tuning::kSingleStepUnitRows : tuning::kTeamUnitStepsMaxRows;
+    return s.N <= max_rows && !cell.uses_dependent_product();
   }
   return false;
 }
@@ -75,12 +78,14 @@ struct StepProjection {
 
 // The projection a team leaves to its steps (weights nullptr: none, the caller projects
 // first): a team by units over panels of the packed Rᵀ, the packed Wᵀ's panels as wide, and
-// at most kStepProjectionRows rows of x (tuning.hpp). `out`: where x·Wᵀ goes.
+// at most kStepProjectionRows rows of x, or a call of one step (tuning.hpp). `out`: where
+// x·Wᵀ goes.
 template <class Cell, class S>
 StepProjection<S> step_projection(const Cell& cell, const RNNShape& s, const ForwardArgs<S>& a,
                                   const WorkSplit& split, const Direction<S>& dir, S* out) {
   const Index rows = s.T * s.N;
-  const bool in_steps = s.has_input_weight && a.packed && rows <= tuning::kStepProjectionRows &&
+  const bool few_rows = rows <= tuning::kStepProjectionRows || s.T == 1;
+  const bool in_steps = s.has_input_weight && a.packed && few_rows &&
                         split.path == SplitPath::team && s.D() == 1 && steps_by_units(cell, s) &&
                         dir.weight_t_panels &&
                         dir.weight_t_panels->width == a.packed->input_t.width;
