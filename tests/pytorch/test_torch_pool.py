@@ -79,3 +79,34 @@ def test_a_forked_child_computes_on_its_own_workers(tmp_path):
                             capture_output=True, text=True, timeout=120, check=False)
     assert result.returncode == 0, result.stderr
     assert "child exit 0" in result.stdout, result.stdout + result.stderr
+
+
+MANY_THREADS = textwrap.dedent("""
+    import resource
+    resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))  # room for a few hundred stacks
+    import numpy as np, torch, rnngraph as rg
+    import rnngraph.torch as rgt
+    assert rgt.get_thread_pool() == "torch"
+    T, N, I, H = 2, 8000, 8, 16
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((T, N, I)).astype(np.float32)
+    R = rng.standard_normal((4 * H, H)).astype(np.float32)
+    W = rng.standard_normal((4 * H, I)).astype(np.float32)
+    def run(threads):
+        rg.set_num_threads(threads)
+        g = rg.Graph()
+        out = g.LSTM(x, recurrentWeight=R, inputWeight=W)
+        return g.run(targetTensors=out)[out[0]]
+    one = run(1)
+    print("equal", np.array_equal(run(600), one))
+""")
+
+
+def test_more_threads_than_the_host_can_start_run_on_rnngraphs_workers():
+    """libgomp ends the process when it cannot start a thread ("Thread creation failed"):
+    a team larger than the CPUs and torch's own team runs on rnngraph's workers, which start
+    what they can and share the job among those."""
+    result = subprocess.run([sys.executable, "-c", MANY_THREADS], capture_output=True, text=True,
+                            timeout=300, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "equal True" in result.stdout, result.stdout + result.stderr[-2000:]

@@ -1,5 +1,6 @@
 #include "runtime/host_openmp.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <dlfcn.h>
 #include <memory>
@@ -23,6 +24,8 @@ struct HostPool {
   std::string path;
   ParallelFn parallel = nullptr;
   ThreadNumFn thread_num = nullptr;
+  ThreadNumFn max_threads = nullptr;  // omp_get_max_threads: the host's own team size
+  int cpus = 1;                       // CPUs in the affinity mask when adopted
   pid_t pid = 0;
   // Whether the pool keeps stalling (tuning::kHostPoolStallUs): one bit per recent region,
   // set if it stalled. When kHostPoolStalls of the last kHostPoolRegions stalled, jobs rest
@@ -97,9 +100,11 @@ bool use_host_openmp(const std::string& library) {
   pool->path = library;
   pool->parallel = reinterpret_cast<ParallelFn>(dlsym(handle, "GOMP_parallel"));
   pool->thread_num = reinterpret_cast<ThreadNumFn>(dlsym(handle, "omp_get_thread_num"));
+  pool->max_threads = reinterpret_cast<ThreadNumFn>(dlsym(handle, "omp_get_max_threads"));
+  pool->cpus = std::max(1, cpu_budget().affinity);
   pool->pid = getpid();
   dlclose(handle);  // the host keeps it loaded
-  if (!pool->parallel || !pool->thread_num) return false;
+  if (!pool->parallel || !pool->thread_num || !pool->max_threads) return false;
   adopted.store(pool.get(), std::memory_order_release);
   known.push_back(std::move(pool));
   return true;
@@ -126,6 +131,11 @@ bool run_on_host_openmp(Job& job, int team) {
   if (!pool || pool->pid != getpid()) return false;
   const long long start = now_us();
   if (start < pool->resting_until_us.load(std::memory_order_relaxed)) return false;
+  // A team larger than both the CPUs and the host's own team would make the host start new
+  // threads, and libgomp ends the process when it cannot (a thread or memory limit: "Thread
+  // creation failed"). rnngraph's own workers run it instead: they start what they can and
+  // share the job among the threads there are.
+  if (team > std::max(pool->cpus, pool->max_threads())) return false;
   Team members{&job, pool->thread_num};
   pool->parallel(run_member, &members, static_cast<unsigned>(team), 0);
   // The time the region's own start and end took, outside the job.
