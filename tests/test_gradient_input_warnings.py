@@ -156,3 +156,38 @@ def test_the_same_arrays_given_to_both_ops_do_not_warn_other_arrays_do(rng):
     with pytest.warns(UserWarning, match=re.escape("singleGateRNNGradients: bias: not the inputs")):
         g.singleGateRNNGradients(source, **weights | {"bias": x["bias"] + 1.0},
                                  sourceGradient=dy, zState=z, descriptor=descriptor)
+
+
+# The forward op's output each saved-tensor label of a gradient op stands for.
+SAVED_OUTPUT_NAMES = {"zState": "zState", "cellOutputFwd": "c", "outputFwd": "h"}
+# A saved forward tensor wired to another output of its forward op: (cell, label, output).
+SWAPPED = [("singleGateRNN", "zState", "h"), ("LSTM", "zState", "h"), ("LSTM", "zState", "c"),
+           ("LSTM", "cellOutputFwd", "h"), ("LSTM", "cellOutputFwd", "zState"),
+           ("GRU", "zState", "h"), ("GRU", "outputFwd", "zState")]
+
+
+@pytest.mark.parametrize("cell,label,output", SWAPPED, ids=["-".join(s) for s in SWAPPED])
+def test_another_output_of_the_forward_op_is_refused_naming_both(cell, label, output):
+    """Not a different computation but none at all (a single-gate RNN's h is even shaped
+    like its zState): refused when the gradient op is built, naming the label and the
+    output it was given."""
+    case = every_input(cell)
+    g = rg.Graph()
+    shapes = input_shapes(case, gradient=True)
+    ph = {k: g.placeholder(shape=v, dataType=rg.float32, name=k) for k, v in shapes.items()}
+    inputs = {k: ph[k] for k in input_shapes(case) if k != "source"}
+    descriptor = case.descriptor(training=True)
+    saved = dict(zip(output_names(cell, training=True),
+                     getattr(g, cell)(ph["source"], **inputs, descriptor=descriptor, name="fwd")))
+    wired = {"zState": saved["zState"]}
+    if cell == "LSTM":
+        wired["cellOutputFwd"] = saved["c"]
+    if cell == "GRU":
+        wired["outputFwd"] = saved["h"]
+    wired[label] = saved[output]
+    expected = SAVED_OUTPUT_NAMES[label]
+    message = re.escape(f"{GRADIENT_OPS[cell]}: {label}: 'fwd/{output}' is output '{output}' "
+                        f"of the {cell} op 'fwd', not its '{expected}'")
+    with pytest.raises(ValueError, match=message):
+        getattr(g, GRADIENT_OPS[cell])(ph["source"], **inputs, **wired,
+                                       sourceGradient=ph["sourceGradient"], descriptor=descriptor)

@@ -28,6 +28,26 @@ def forward_of(spec: CellSpec, zState: object) -> Operation | None:
     return zState.op
 
 
+# The gradient op's labels for what its forward op returned, by the forward op's output names.
+_SAVED_OUTPUTS = {"zState": "zState", "cellOutputFwd": "c", "outputFwd": "h"}
+
+
+def check_forward_outputs(op: str, spec: CellSpec, inputs: Mapping[str, object]) -> None:
+    """A saved forward tensor (zState, cellOutputFwd, outputFwd) that is an output of a
+    forward op of this graph must be that op's output of the same name: the forward op's h
+    given as zState (same shape for a single-gate RNN) or as cellOutputFwd (the LSTM's c) would
+    give the gradients of no computation, silently."""
+    for label, expected in _SAVED_OUTPUTS.items():
+        tensor = inputs.get(label)
+        if not isinstance(tensor, Tensor) or tensor.op.kind != spec.name:
+            continue
+        names = tensor.op.attrs["outputs"]
+        got = names[tensor.index] if tensor.index < len(names) else "?"
+        if got != expected:
+            raise ValueError(f"{op}: {label}: {tensor.name!r} is output {got!r} of the "
+                             f"{spec.name} op {tensor.op.name!r}, not its {expected!r}")
+
+
 def check_matching_forward(op: str, spec: CellSpec, descriptor: _Descriptor,
                            zState: object) -> None:
     """When zState comes from a forward op of this graph, the descriptors must agree."""

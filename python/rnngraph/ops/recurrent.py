@@ -16,6 +16,7 @@ import numpy as np
 from rnngraph._native import core as _core
 from rnngraph.dtypes import DataType, naming_memory_errors
 from rnngraph.ops.forward_matching import (
+    check_forward_outputs,
     check_matching_forward,
     kept_product,
     warn_unmatched_inputs,
@@ -210,6 +211,7 @@ def gradient_op(graph: GraphBuilder, spec: CellSpec, arguments: Arguments,
     inputs, dtype = collect_inputs(graph, op, arguments, ("recurrentWeight", "sourceGradient",
                                                           "zState", *spec.gradient_required))
     check_dtypes(op, inputs, dtype)
+    check_forward_outputs(op, spec, inputs)
     check_matching_forward(op, spec, descriptor, inputs["zState"])
     bidirectional = descriptor.bidirectional
     sizes = infer_sizes(op, spec, inputs, bidirectional)
