@@ -230,6 +230,22 @@ def test_to_torch_reorders_gates_and_keeps_the_numbers(cell, bias, options):
         torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("bidirectional", [False, True])
+def test_to_torch_keeps_a_secondary_bias_without_a_bias(bidirectional):
+    """A resetAfter GRU whose bias was set to None keeps its secondaryBias (torch's b_hn):
+    the torch twin then has zero b_ih and b_hh = [0, 0, secondaryBias]."""
+    ours = build("gru", bias=True, resetAfter=True, bidirectional=bidirectional)
+    ours.bias = None
+    with torch.no_grad():
+        ours.secondaryBias.copy_(torch.linspace(-1, 1, ours.secondaryBias.numel()))
+    theirs = ours.to_torch()
+    assert theirs.bias
+    x, hx = sample(ours)
+    got, expected = ours(x, hx), theirs(x, hx)
+    torch.testing.assert_close(got[0], expected[0], rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(got[1], expected[1], rtol=1e-12, atol=1e-12)
+
+
 @pytest.mark.parametrize(("cell", "make", "error", "problem"), [
     ("lstm", lambda: nn.LSTM(I, H, num_layers=2), ValueError, "num_layers=2"),
     ("lstm", lambda: nn.LSTM(I, H, proj_size=2), ValueError, "proj_size=2"),

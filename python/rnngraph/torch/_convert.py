@@ -157,7 +157,10 @@ def to_torch(module: Any, cell: TorchCell) -> nn.Module:
     D, H = module.num_directions, module.hidden_size
     G = cell.spec.gates
     ours, theirs = gate_order(descriptor), twin.torch_gates
-    has_bias = module.bias is not None
+    # A secondaryBias without a bias (the bias set to None after construction) still needs
+    # torch's biases: b_ih = 0 and b_hh = [0, 0, b_hn].
+    secondary = getattr(module, "secondaryBias", None)
+    has_bias = module.bias is not None or secondary is not None
     dtype = module.recurrentWeight.dtype
     keywords: dict[str, Any] = {"bias": has_bias, "bidirectional": D == 2, "dtype": dtype}
     if cell.op == "single_gate_rnn":
@@ -171,9 +174,11 @@ def to_torch(module: Any, cell: TorchCell) -> nn.Module:
             target["weight_ih"].copy_(reorder(module.inputWeight[rows], ours, theirs))
             target["weight_hh"].copy_(reorder(recurrent[d], ours, theirs))
             if has_bias:
-                target["bias_ih"].copy_(reorder(module.bias[rows], ours, theirs))
+                if module.bias is None:
+                    target["bias_ih"].zero_()
+                else:
+                    target["bias_ih"].copy_(reorder(module.bias[rows], ours, theirs))
                 target["bias_hh"].zero_()
-                secondary = getattr(module, "secondaryBias", None)
                 if secondary is not None:  # torch's b_hn
                     target["bias_hh"][2 * H:] = secondary[d * H:(d + 1) * H]
     return result  # type: ignore[no-any-return]
