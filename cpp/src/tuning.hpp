@@ -243,7 +243,9 @@ constexpr Index kStepProjectionRows = 1;
 // few rows of x stay in cache for every item. 2-core machine, 2 threads, medians of 4
 // alternating processes, ms, one phase / three: row 3 (LSTM N = 10, H = 512) 0.153 / 0.160,
 // LSTM N = 16 0.246 / 0.248, GRU N = 8 0.076 / 0.078, LSTM N = 4 H = 1024 0.347 / 0.366
-// (results/single-step-units-ab-2026-11-25.txt).
+// (results/single-step-units-ab-2026-11-25.txt). 16-core machine, same processes: row 3 at
+// 16 threads 0.119 / 0.191, at 8 0.173 / 0.193, LSTM N = 16 at 16 0.170 / 0.281, GRU N = 8 at
+// 16 0.087 / 0.162; at 4 threads row 3 0.321 / 0.282 and the others within the rounds' spread.
 constexpr Index kSingleStepUnitRows = 16;
 // A thread that has no item left in a phase spins this long for the phase to end (the other
 // threads' items of one step take a few to a few tens of microseconds), then yields its core
