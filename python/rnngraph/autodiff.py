@@ -9,6 +9,7 @@ Integer tensors carry no gradient. ``of`` need not be a scalar: the gradient is 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from rnngraph.ops import (
@@ -30,8 +31,6 @@ from rnngraph.ops.recurrent import gradient_op
 from rnngraph.tensor import Tensor
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
-
     from rnngraph._typing import GraphBuilder, Rule
     from rnngraph.graph import Graph, Operation
 
@@ -129,8 +128,9 @@ def _on_paths(ops: list[Operation], sources: set[Tensor]) -> tuple[list[Operatio
 
 def gradients(graph: Graph, of: Tensor, with_: Iterable[Tensor]) -> dict[Tensor, Tensor]:
     of = graph._own(of, "gradients: of")
-    if isinstance(with_, Tensor):
-        raise TypeError("gradients: with_: expected a list of Tensors")
+    if isinstance(with_, Tensor) or not isinstance(with_, Iterable):
+        raise TypeError("gradients: with_: expected a list of Tensors, "
+                        f"got {type(with_).__name__}")
     targets = tuple(graph._own(t, "gradients: with_") for t in with_)
     if not of.dataType.is_float:
         raise TypeError(f"gradients: of: {of.name!r} is {of.dataType.value}; only float "

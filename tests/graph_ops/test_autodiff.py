@@ -155,6 +155,8 @@ def test_gradients_refuse_bad_arguments():
     x = g.placeholder((2,), rg.float64)
     with pytest.raises(TypeError, match="^gradients: with_: expected a list"):
         g.gradients(of=x, with_=x)
+    with pytest.raises(TypeError, match="^gradients: with_: expected a list of Tensors, got NoneType"):
+        g.gradients(of=x, with_=None)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="^gradients: of: expected an rnngraph Tensor"):
         g.gradients(of=np.ones(2), with_=[x])
     other = rg.Graph()

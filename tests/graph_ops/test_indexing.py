@@ -418,3 +418,14 @@ def test_errors(call, error, message):
     u, i = g.placeholder((2, 5, 3)), g.placeholder((2, 4), rg.int32)
     with pytest.raises(error, match="^" + message):
         call(g, u, i)
+
+
+@pytest.mark.parametrize("depth", [2**40, 2**62, 2**70])
+def test_one_hot_of_a_depth_too_large_to_hold_fails_its_run_by_name(depth):
+    """Built at once (the depth is only a size); its run raises MemoryError naming oneHot,
+    whether the allocation fails or NumPy refuses the size."""
+    g = rg.Graph()
+    hot = g.oneHot(np.array([0, 1], np.int32), depth=depth)
+    assert hot.shape == (2, depth)
+    with pytest.raises(MemoryError, match="oneHot"):
+        g.run(targetTensors=[hot])

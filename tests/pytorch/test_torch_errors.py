@@ -315,3 +315,44 @@ def test_backward_through_an_op_called_without_training():
     h = op("lstm")(**inputs, training=False)[0]
     with pytest.raises(RuntimeError, match=r"rnngraph\.lstm: backward needs .* training=True"):
         h.sum().backward()
+
+
+def test_sizes_may_be_numpy_integers():
+    module = build("lstm")
+    twin = type(module)(np.int64(I), np.int32(H))
+    assert (twin.input_size, twin.hidden_size) == (I, H)
+    assert type(twin.hidden_size) is int
+
+
+@pytest.mark.parametrize(("keywords", "error", "match"), [
+    ({"hidden_size": 2**40}, MemoryError, r"inputWeight: cannot allocate \[4398046511104"),
+    ({"device": "nonsense"}, ValueError, "device: Expected one of"),
+], ids=["huge", "device"])
+def test_a_module_that_cannot_be_made_says_why(keywords, error, match):
+    cls = type(build("lstm"))
+    with pytest.raises(error, match=r"^rnngraph\.torch\.LSTM: " + match):
+        cls(I, keywords.pop("hidden_size", H), **keywords)
+
+
+@pytest.mark.parametrize("label", ["recurrentWeight", "inputWeight"])
+def test_a_required_parameter_set_to_none_is_named(label):
+    module = build("lstm")
+    setattr(module, label, None)
+    x = torch.randn(3, 2, I, dtype=module.bias.dtype)
+    with pytest.raises(TypeError, match=rf"^rnngraph\.torch\.LSTM: {label}: None"):
+        module(x)
+    with pytest.raises(TypeError, match=rf"^rnngraph\.torch\.LSTM\.to_torch: {label}: None"):
+        module.to_torch()
+
+
+def test_conversions_name_a_parameter_of_the_wrong_shape():
+    module = build("gru", resetAfter=True, bidirectional=True)
+    module.secondaryBias = torch.nn.Parameter(torch.zeros(3, dtype=module.bias.dtype))
+    with pytest.raises(ValueError, match=r"GRU\.to_torch: secondaryBias: expected shape "
+                                         rf"\[{2 * H}\], got \[3\]"):
+        module.to_torch()
+    theirs = torch.nn.GRU(I, H, bidirectional=True)
+    theirs.weight_hh_l0_reverse = torch.nn.Parameter(torch.zeros(3 * H, H + 1))
+    with pytest.raises(ValueError, match=r"GRU\.from_torch: weight_hh_l0_reverse: expected "
+                                         rf"shape \[{3 * H}, {H}\], got \[{3 * H}, {H + 1}\]"):
+        type(module).from_torch(theirs)

@@ -54,10 +54,14 @@ class IndexingOps:
         dtype = data_type("oneHot", "dataType", dataType)
         values = np.array([_fill_value("offValue", offValue, dtype),
                            _fill_value("onValue", onValue, dtype)], dtype.numpy)
-        positions = np.arange(count)
 
         def compute(arrays: dict[str, Any]) -> list[NDArray[Any]]:
-            hot = arrays["withIndicesTensor"][..., None] == positions
+            indices = arrays["withIndicesTensor"]
+            try:  # (positions made here: a depth too large to hold fails the run, by name)
+                hot = indices[..., None] == np.arange(count)
+            except ValueError as error:  # NumPy: "array is too big", "Maximum allowed size"
+                raise MemoryError(f"oneHot: depth: {count} positions for each of "
+                                  f"{indices.size} indices: {error}") from None
             return [np.ascontiguousarray(np.moveaxis(values[hot.view(np.uint8)], -1, position))]
 
         shape = list(indices.shape)

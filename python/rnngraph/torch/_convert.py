@@ -66,6 +66,15 @@ def _torch_parameters(module: nn.Module, direction: int) -> dict[str, Any]:
             for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")}
 
 
+def _check_shapes(where: str, expected: dict[str, tuple[Any, tuple[int, ...]]]) -> None:
+    """Each named tensor (None: absent, not checked) has its expected shape: a parameter
+    replaced after construction is named here, not by a failing copy."""
+    for name, (tensor, shape) in expected.items():
+        if tensor is not None and tuple(tensor.shape) != shape:
+            raise ValueError(f"{where}: {name}: expected shape {list(shape)}, got "
+                             f"{list(tensor.shape)}")
+
+
 def _check_convertible(where: str, twin: Twin, module: Any) -> None:
     if not isinstance(module, twin.torch_type):
         raise TypeError(f"{where}: expected a torch.nn.{twin.torch_type.__name__}, got "
@@ -103,8 +112,16 @@ def from_torch(cls: type[Module], cell: TorchCell, module: Any) -> Module:
         descriptor = SingleGateRNNDescriptor(bidirectional=module.bidirectional,
                                              activation=activation)
     dtype = module.weight_ih_l0.dtype
-    ours: Any = cls(module.input_size, H, bias=has_bias, descriptor=descriptor, dtype=dtype)
     parts = [_torch_parameters(module, d) for d in range(D)]
+    GH = cell.spec.gates * H
+    for d, part in enumerate(parts):
+        suffix = "_l0_reverse" if d else "_l0"
+        _check_shapes(where, {
+            "weight_ih" + suffix: (part["weight_ih"], (GH, module.input_size)),
+            "weight_hh" + suffix: (part["weight_hh"], (GH, H)),
+            "bias_ih" + suffix: (part["bias_ih"] if has_bias else None, (GH,)),
+            "bias_hh" + suffix: (part["bias_hh"] if has_bias else None, (GH,))})
+    ours: Any = cls(module.input_size, H, bias=has_bias, descriptor=descriptor, dtype=dtype)
     with torch.no_grad():
         ours.inputWeight.copy_(torch.cat([p["weight_ih"] for p in parts]))
         recurrent = [p["weight_hh"] for p in parts]
@@ -161,6 +178,14 @@ def to_torch(module: Any, cell: TorchCell) -> nn.Module:
     # torch's biases: b_ih = 0 and b_hh = [0, 0, b_hn].
     secondary = getattr(module, "secondaryBias", None)
     has_bias = module.bias is not None or secondary is not None
+    for label in ("inputWeight", "recurrentWeight"):
+        if getattr(module, label) is None:
+            raise TypeError(f"{where}: {label}: None; a torch.nn twin needs it")
+    _check_shapes(where, {
+        "inputWeight": (module.inputWeight, (D * G * H, module.input_size)),
+        "recurrentWeight": (module.recurrentWeight, (D, G * H, H) if D == 2 else (G * H, H)),
+        "bias": (module.bias, (D * G * H,)),
+        "secondaryBias": (secondary, (D * H,))})
     dtype = module.recurrentWeight.dtype
     keywords: dict[str, Any] = {"bias": has_bias, "bidirectional": D == 2, "dtype": dtype}
     if cell.op == "single_gate_rnn":

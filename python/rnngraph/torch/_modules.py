@@ -11,6 +11,7 @@ resetAfter GRU's ``secondaryBias`` ``[D·H]``.
 from __future__ import annotations
 
 import math
+import numbers
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
@@ -46,13 +47,22 @@ class _RecurrentModule(nn.Module):
         if batch_first:
             raise ValueError(f"{where}: batch_first: rnngraph's cells are time-major; pass "
                              "[T, N, I] input (input.transpose(0, 1) of a batch-first one)")
-        if device is not None and torch.device(device).type != "cpu":
-            raise ValueError(f"{where}: device: rnngraph computes on the CPU, got {device}")
+        if device is not None:
+            try:
+                kind = torch.device(device).type
+            except (RuntimeError, TypeError) as error:
+                raise ValueError(f"{where}: device: {error}") from None
+            if kind != "cpu":
+                raise ValueError(f"{where}: device: rnngraph computes on the CPU, got {device}")
+        sizes: list[int | None] = []
         for name, size in (("input_size", input_size), ("hidden_size", hidden_size)):
             if size is None and name == "input_size":
+                sizes.append(None)
                 continue
-            if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            if isinstance(size, bool) or not isinstance(size, numbers.Integral) or size < 1:
                 raise ValueError(f"{where}: {name}: expected a positive int, got {size!r}")
+            sizes.append(int(size))  # (a NumPy integer too)
+        input_size, hidden_size = sizes[0], int(hidden_size)
         descriptor = self._cell.spec.descriptor_type() if descriptor is None else descriptor
         try:
             self._options = self._cell.descriptor_options(descriptor)  # (checks its type)
@@ -65,7 +75,11 @@ class _RecurrentModule(nn.Module):
             raise TypeError(f"{where}: dtype: expected torch.float32 or torch.float64, "
                             f"got {dtype}")
         for name, shape in self._parameter_shapes(bias, peephole).items():
-            parameter = None if shape is None else nn.Parameter(torch.empty(shape, dtype=dtype))
+            try:
+                parameter = None if shape is None else nn.Parameter(torch.empty(shape, dtype=dtype))
+            except RuntimeError as error:  # torch's allocator: "can't allocate memory"
+                raise MemoryError(f"{where}: {name}: cannot allocate {list(shape or ())} of "
+                                  f"{dtype}: {error}") from None
             self.register_parameter(name, parameter)
         self.reset_parameters()
 
@@ -119,7 +133,12 @@ class _RecurrentModule(nn.Module):
         h_n and c_n ``[D, N, H]``, as torch.nn returns them."""
         where = f"rnngraph.torch.{type(self).__name__}"
         parameters = self._op_inputs()
-        dtype = parameters["recurrentWeight"].dtype  # type: ignore[union-attr]
+        recurrent = parameters["recurrentWeight"]
+        if recurrent is None or (self.input_size is not None and parameters["inputWeight"] is None):
+            label = "recurrentWeight" if recurrent is None else "inputWeight"
+            raise TypeError(f"{where}: {label}: None; the module needs it (input_size="
+                            f"{self.input_size}): assign an nn.Parameter of its shape")
+        dtype = recurrent.dtype
         check_tensor(f"{where}: input", input, dtype)
         unbatched = input.dim() == 2
         source = input.unsqueeze(1) if unbatched else input
