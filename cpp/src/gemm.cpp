@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <limits>
 #include <new>
 #include <shared_mutex>
 #include <string>
@@ -191,11 +192,11 @@ class BlasCall {
 blasint ld(Index v) { return static_cast<blasint>(std::max<Index>(v, 1)); }
 
 template <class S>
-void blas_gemm(Trans ta, Trans tb, Index m, Index n, Index k, S alpha, const S* a, Index lda,
+void blas_call(Trans ta, Trans tb, Index m, Index n, Index k, S alpha, const S* a, Index lda,
                const S* b, Index ldb, S beta, S* c, Index ldc);
 
 template <>
-void blas_gemm<float>(Trans ta, Trans tb, Index m, Index n, Index k, float alpha, const float* a,
+void blas_call<float>(Trans ta, Trans tb, Index m, Index n, Index k, float alpha, const float* a,
                       Index lda, const float* b, Index ldb, float beta, float* c, Index ldc) {
   const BlasCall guard;
   RNNGRAPH_CBLAS(sgemm)(CblasRowMajor, cblas_trans(ta), cblas_trans(tb), static_cast<blasint>(m),
@@ -204,7 +205,7 @@ void blas_gemm<float>(Trans ta, Trans tb, Index m, Index n, Index k, float alpha
 }
 
 template <>
-void blas_gemm<double>(Trans ta, Trans tb, Index m, Index n, Index k, double alpha, const double* a,
+void blas_call<double>(Trans ta, Trans tb, Index m, Index n, Index k, double alpha, const double* a,
                        Index lda, const double* b, Index ldb, double beta, double* c, Index ldc) {
   const BlasCall guard;
   RNNGRAPH_CBLAS(dgemm)(CblasRowMajor, cblas_trans(ta), cblas_trans(tb), static_cast<blasint>(m),
@@ -212,7 +213,48 @@ void blas_gemm<double>(Trans ta, Trans tb, Index m, Index n, Index k, double alp
                         ld(ldb), beta, c, ld(ldc));
 }
 
+// The BLAS takes its sizes as blasint (32 bits with scipy-openblas32): a product whose m, n
+// or k is larger is cut, the largest side in halves, until every side fits (a cut k adds its
+// halves into C in order); one whose operands' rows are longer than a blasint can say (a
+// leading dimension past it) runs on the small kernel, whose sizes are 64-bit. Only sizes
+// of 8 GiB operands and more reach this; tests lower the limit (set_blas_dimension_limit).
+std::atomic<Index> blas_dimension_limit{std::numeric_limits<blasint>::max()};
+
+template <class S>
+void blas_gemm(Trans ta, Trans tb, Index m, Index n, Index k, S alpha, const S* a, Index lda,
+               const S* b, Index ldb, S beta, S* c, Index ldc) {
+  const Index limit = blas_dimension_limit.load(std::memory_order_relaxed);
+  if (std::max({lda, ldb, ldc}) > limit) {
+    return small_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  }
+  if (std::max({m, n, k}) <= limit) {
+    return blas_call(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  }
+  if (m >= n && m >= k) {  // rows of C (and of op(A))
+    const Index h = m / 2;
+    blas_gemm(ta, tb, h, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    const S* a2 = ta == Trans::no ? a + h * lda : a + h;
+    return blas_gemm(ta, tb, m - h, n, k, alpha, a2, lda, b, ldb, beta, c + h * ldc, ldc);
+  }
+  if (n >= k) {  // columns of C (and of op(B))
+    const Index h = n / 2;
+    blas_gemm(ta, tb, m, h, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    const S* b2 = tb == Trans::no ? b + h : b + h * ldb;
+    return blas_gemm(ta, tb, m, n - h, k, alpha, a, lda, b2, ldb, beta, c + h, ldc);
+  }
+  const Index h = k / 2;  // depth: the second half adds to the first
+  blas_gemm(ta, tb, m, n, h, alpha, a, lda, b, ldb, beta, c, ldc);
+  const S* a2 = ta == Trans::no ? a + h : a + h * lda;
+  const S* b2 = tb == Trans::no ? b + h * ldb : b + h;
+  blas_gemm(ta, tb, m, n, k - h, alpha, a2, lda, b2, ldb, S(1), c, ldc);
+}
+
 }  // namespace
+
+void set_blas_dimension_limit(Index limit) {
+  blas_dimension_limit.store(limit > 0 ? limit : std::numeric_limits<blasint>::max(),
+                             std::memory_order_relaxed);
+}
 
 ProductPath gemm_kernel(Trans ta, Trans tb, Index m, Index n, Index k, bool unit_alpha) {
   if (unit_alpha && recurrent_shape(ta, tb, m, n, k)) return ProductPath::dot;

@@ -11,6 +11,7 @@ from rnngraph._core import _host_pool_stalls as _host_pool_stalls
 from rnngraph._core import _parallel_thresholds as _parallel_thresholds
 from rnngraph._core import _profile as _profile
 from rnngraph._core import _reset_profile as _reset_profile
+from rnngraph._core import _set_blas_dimension_limit as _set_blas_dimension_limit
 from rnngraph._core import _set_host_pool_fall_back as _set_host_pool_fall_back
 from rnngraph._core import _set_parallel_threshold as _set_parallel_threshold
 from rnngraph._core import _use_host_openmp as _use_host_openmp

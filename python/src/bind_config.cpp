@@ -93,6 +93,8 @@ void bind_paths(py::module_& m) {
         "For measurements: [(site, threshold)] of the work worth a second thread.");
   m.def("_set_parallel_threshold", &set_parallel_threshold, py::arg("site"), py::arg("value"),
         "For measurements: move a site's threshold (a negative value restores the default).");
+  m.def("_set_blas_dimension_limit", &set_blas_dimension_limit, py::arg("limit"),
+        "For tests: the largest size one BLAS call gets (0 restores int32's).");
 }
 
 }  // namespace

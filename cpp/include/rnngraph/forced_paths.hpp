@@ -53,6 +53,11 @@ ForcedPaths forced_paths();
 std::vector<std::pair<std::string, Index>> parallel_thresholds();
 void set_parallel_threshold(const std::string& site, Index value);
 
+// For tests only: the largest size (m, n, k, a leading dimension) handed to the BLAS in one
+// call, whose int32 interface takes at most 2^31 - 1 (cpp/src/gemm.cpp cuts larger products);
+// 0 or a negative value restores that.
+void set_blas_dimension_limit(Index limit);
+
 // Where the recurrent ops' time went since the last reset, for measurements only
 // (benchmarks/profile_rows.py): (section, seconds, entries) per section of cpp/src/profile.hpp,
 // all zeros unless RNNGRAPH_PROFILE was set when rnngraph loaded.
