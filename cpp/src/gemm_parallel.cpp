@@ -179,8 +179,8 @@ void run_tasks(PlannedProduct<S>& planned, Index first, Index last) {
         const Index r0 = cut.row_edge(p.m, rb), r1 = cut.row_edge(p.m, rb + 1);
         const Index c0 = cut.column_edge(p.n, cb), c1 = cut.column_edge(p.n, cb + 1);
         const auto [ab, bb] = block_operands(p.ta, p.tb, p.a, p.lda, p.b, p.ldb, r0, c0, k0);
-        gemm_with(planned.kernel, p.ta, p.tb, r1 - r0, c1 - c0, kc, p.alpha, ab, p.lda, bb,
-                  p.ldb, beta, cj + r0 * ldcj + c0, ldcj);
+        gemm_with(planned.kernel, p.ta, p.tb, r1 - r0, c1 - c0, kc, p.alpha, ab, p.lda, bb, p.ldb,
+                  beta, cj + r0 * ldcj + c0, ldcj);
       }
     }
     first = end;

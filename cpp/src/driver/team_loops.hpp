@@ -57,8 +57,7 @@ void mask_previous(const Direction<S>& dir, const ForwardSequences<S>& seqs, Ind
 template <class Cell>
 bool steps_by_units(const Cell& cell, const RNNShape& s) {
   if constexpr (Cell::column_steps) {
-    const Index max_rows =
-        s.T == 1 ? tuning::kSingleStepUnitRows : tuning::kTeamUnitStepsMaxRows;
+    const Index max_rows = s.T == 1 ? tuning::kSingleStepUnitRows : tuning::kTeamUnitStepsMaxRows;
     return s.N <= max_rows && !cell.uses_dependent_product();
   }
   return false;
