@@ -166,12 +166,10 @@ SWAPPED = [("singleGateRNN", "zState", "h"), ("LSTM", "zState", "h"), ("LSTM", "
            ("GRU", "zState", "h"), ("GRU", "outputFwd", "zState")]
 
 
-@pytest.mark.parametrize("cell,label,output", SWAPPED, ids=["-".join(s) for s in SWAPPED])
-def test_another_output_of_the_forward_op_is_refused_naming_both(cell, label, output):
-    """Not a different computation but none at all (a single-gate RNN's h is even shaped
-    like its zState): refused when the gradient op is built, naming the label and the
-    output it was given."""
-    case = every_input(cell)
+def _swapped(cell, label, output, text="fwd", feeds=None):
+    """A training forward op of ``cell`` wired into its gradient op with ``label`` given the
+    forward op's ``output``; with ``feeds`` ({label: array}), the run's gradients."""
+    case = every_input(cell, text)
     g = rg.Graph()
     shapes = input_shapes(case, gradient=True)
     ph = {k: g.placeholder(shape=v, dataType=rg.float32, name=k) for k, v in shapes.items()}
@@ -185,9 +183,37 @@ def test_another_output_of_the_forward_op_is_refused_naming_both(cell, label, ou
     if cell == "GRU":
         wired["outputFwd"] = saved["h"]
     wired[label] = saved[output]
+    grads = getattr(g, GRADIENT_OPS[cell])(ph["source"], **inputs, **wired,
+                                           sourceGradient=ph["sourceGradient"],
+                                           descriptor=descriptor)
+    if feeds is None:
+        return None
+    out = g.run(feeds={ph[k]: v for k, v in feeds.items()}, targetTensors=grads)
+    return [out[t] for t in grads]
+
+
+@pytest.mark.parametrize("cell,label,output", SWAPPED, ids=["-".join(s) for s in SWAPPED])
+def test_another_output_of_the_forward_op_is_refused_naming_both(cell, label, output):
+    """Not a different computation but none at all (a single-gate RNN's h is even shaped
+    like its zState): refused when the gradient op is built, naming the label and the
+    output it was given."""
     expected = SAVED_OUTPUT_NAMES[label]
     message = re.escape(f"{GRADIENT_OPS[cell]}: {label}: 'fwd/{output}' is output '{output}' "
                         f"of the {cell} op 'fwd', not its '{expected}'")
     with pytest.raises(ValueError, match=message):
-        getattr(g, GRADIENT_OPS[cell])(ph["source"], **inputs, **wired,
-                                       sourceGradient=ph["sourceGradient"], descriptor=descriptor)
+        _swapped(cell, label, output, "fwd-act=tanh" if cell == "singleGateRNN" else "fwd")
+
+
+@pytest.mark.parametrize("activation", ["relu", "none"])
+def test_a_single_gate_rnns_h_serves_as_its_zstate_where_act_is_idempotent(activation, rng):
+    """relu and none rebuild the same h from h as from zState: accepted, same gradients."""
+    text = f"fwd-act={activation}"
+    case = every_input("singleGateRNN", text)
+    feeds = draw_inputs(case, rng)
+    feeds |= {k: rng.standard_normal(v) for k, v in input_shapes(case, gradient=True).items()
+              if k not in feeds}
+    feeds = {k: v.astype(np.float32) for k, v in feeds.items()}
+    from_z = _swapped("singleGateRNN", "zState", "zState", text, feeds)
+    from_h = _swapped("singleGateRNN", "zState", "h", text, feeds)
+    for a, b in zip(from_z, from_h, strict=True):
+        np.testing.assert_array_equal(a, b)

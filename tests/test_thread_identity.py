@@ -34,6 +34,9 @@ SHAPES = [
     ("singleGateRNN", "fwd-float32", 14, 48, 320, 6),
     ("GRU", "bi-float32", 24, 128, 96, 5),
     ("LSTM", "fwd", 64, 512, 256, 8),  # weight gradients cut into a grid of blocks and along k
+    # a call of one step: one phase by units up to kSingleStepUnitRows rows
+    ("LSTM", "fwd-float32", 10, 64, 512, 1),
+    ("GRU", "fwd-resetAfter-float32", 8, 48, 384, 1),
 ]
 CASES = [Case.parse(cell, text).but(T=T, N=N, I=I, H=H, signal="dy+dS").with_all_inputs()
          for cell, text, N, I, H, T in SHAPES]

@@ -213,40 +213,36 @@ void blas_call<double>(Trans ta, Trans tb, Index m, Index n, Index k, double alp
                         ld(ldb), beta, c, ld(ldc));
 }
 
-// The BLAS takes its sizes as blasint (32 bits with scipy-openblas32): a product whose m, n
-// or k is larger is cut, the largest side in halves, until every side fits (a cut k adds its
-// halves into C in order); one whose operands' rows are longer than a blasint can say (a
-// leading dimension past it) runs on the small kernel, whose sizes are 64-bit. Only sizes
-// of 8 GiB operands and more reach this; tests lower the limit (set_blas_dimension_limit).
+// The BLAS takes its sizes as blasint (32 bits with scipy-openblas32). A product whose side
+// passes that has a leading dimension past it too (ldc >= n; lda >= k, or m for op(A) = Aᵀ;
+// ldb >= k for op(B) = Bᵀ), but for two: C's rows m with op(A) = A, and the depth k with
+// op(A) = Aᵀ, op(B) = B. Those are cut in halves until they fit (a cut k adds its second
+// half into C); a product with a leading dimension past the limit runs on the small kernel,
+// whose sizes are 64-bit. Only operands of 8 GiB and more reach this; tests lower the limit
+// (set_blas_dimension_limit).
 std::atomic<Index> blas_dimension_limit{std::numeric_limits<blasint>::max()};
 
 template <class S>
 void blas_gemm(Trans ta, Trans tb, Index m, Index n, Index k, S alpha, const S* a, Index lda,
                const S* b, Index ldb, S beta, S* c, Index ldc) {
   const Index limit = blas_dimension_limit.load(std::memory_order_relaxed);
-  if (std::max({lda, ldb, ldc}) > limit) {
+  if (std::max({lda, ldb, ldc, n}) > limit) {
     return small_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   }
-  if (std::max({m, n, k}) <= limit) {
-    return blas_call(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-  }
-  if (m >= n && m >= k) {  // rows of C (and of op(A))
+  if (m > limit) {  // rows of C and of op(A)
     const Index h = m / 2;
     blas_gemm(ta, tb, h, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     const S* a2 = ta == Trans::no ? a + h * lda : a + h;
     return blas_gemm(ta, tb, m - h, n, k, alpha, a2, lda, b, ldb, beta, c + h * ldc, ldc);
   }
-  if (n >= k) {  // columns of C (and of op(B))
-    const Index h = n / 2;
-    blas_gemm(ta, tb, m, h, k, alpha, a, lda, b, ldb, beta, c, ldc);
-    const S* b2 = tb == Trans::no ? b + h : b + h * ldb;
-    return blas_gemm(ta, tb, m, n - h, k, alpha, a, lda, b2, ldb, beta, c + h, ldc);
+  if (k > limit) {  // the depth: the second half adds to the first
+    const Index h = k / 2;
+    blas_gemm(ta, tb, m, n, h, alpha, a, lda, b, ldb, beta, c, ldc);
+    const S* a2 = ta == Trans::no ? a + h : a + h * lda;
+    const S* b2 = tb == Trans::no ? b + h * ldb : b + h;
+    return blas_gemm(ta, tb, m, n, k - h, alpha, a2, lda, b2, ldb, S(1), c, ldc);
   }
-  const Index h = k / 2;  // depth: the second half adds to the first
-  blas_gemm(ta, tb, m, n, h, alpha, a, lda, b, ldb, beta, c, ldc);
-  const S* a2 = ta == Trans::no ? a + h : a + h * lda;
-  const S* b2 = tb == Trans::no ? b + h * ldb : b + h;
-  blas_gemm(ta, tb, m, n, k - h, alpha, a2, lda, b2, ldb, S(1), c, ldc);
+  blas_call(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 }  // namespace

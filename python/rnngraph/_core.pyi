@@ -182,5 +182,6 @@ def _set_parallel_threshold(site: str, value: int) -> None:
 
 def _set_blas_dimension_limit(limit: int) -> None:
     """For tests: the largest size one BLAS call gets (0 restores int32's)."""
+
 def release_kept_memory() -> None: ...
 def kept_bytes() -> int: ...

@@ -92,7 +92,8 @@ void recurrent_forward(const Cell& cell, const RNNShape& s, bool reverse, const 
   }
   const auto split =
       detail::split_work(s, cell.recurrent_gates(), sizeof(S), cell.uses_dependent_product());
-  // A one-row team may compute a small projection in its first step (team_loops.hpp).
+  // A team by units (one row, or one step of a few) may compute the projection in its first
+  // step (team_loops.hpp).
   const auto in_steps = detail::step_projection(cell, s, a, split, dirs[0], projection_out);
   if (s.has_input_weight && !in_steps.weights) {
     const profile::Scope timed(profile::Section::projection);

@@ -97,8 +97,9 @@ StepProjection<S> step_projection(const Cell& cell, const RNNShape& s, const For
 // Q = hm·Rᵀ of its units in every gate, then the element-wise step of those units for every
 // batch row (and their masked state for step k + 1). Against two phases per step (below) a
 // step waits once, not twice, and its element-wise math is shared, not left to one thread
-// when N = 1. Used up to kTeamUnitStepsMaxRows rows (tuning.hpp): with more, the runs of
-// panels, one per gate, grow too short for the product. The masked state alternates between
+// when N = 1. Used up to kTeamUnitStepsMaxRows rows, or kSingleStepUnitRows for a call of
+// one step (tuning.hpp): with more, the runs of panels, one per gate, grow too short for the
+// product of a long sequence. The masked state alternates between
 // two buffers: an item writes step k + 1's while others still read step k's.
 template <class Cell, class S>
 void forward_team_by_units(const Cell& cell, const RNNShape& s, const ForwardArgs<S>& a,

@@ -131,10 +131,13 @@ bool run_on_host_openmp(Job& job, int team) {
   if (!pool || pool->pid != getpid()) return false;
   const long long start = now_us();
   if (start < pool->resting_until_us.load(std::memory_order_relaxed)) return false;
-  // A team larger than both the CPUs and the host's own team would make the host start new
-  // threads, and libgomp ends the process when it cannot (a thread or memory limit: "Thread
-  // creation failed"). rnngraph's own workers run it instead: they start what they can and
-  // share the job among the threads there are.
+  // libgomp ends the process when it cannot start a thread (a thread or memory limit: "Thread
+  // creation failed"), and a team larger than both the CPUs and the host's team size (from a
+  // thread other than the one torch.set_num_threads ran on: OMP_NUM_THREADS or the CPUs) is
+  // one a limit may stop. rnngraph's own workers run it instead: they start what they can and
+  // share the job among the threads there are. (This narrows the risk, it cannot remove it:
+  // libgomp keeps a pool per calling thread, so a first region from a new thread starts its
+  // team even within the cap.)
   if (team > std::max(pool->cpus, pool->max_threads())) return false;
   Team members{&job, pool->thread_num};
   pool->parallel(run_member, &members, static_cast<unsigned>(team), 0);

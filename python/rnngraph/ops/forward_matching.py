@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from rnngraph.activation import RNNActivation
 from rnngraph.ops.forward_outputs import forward_outputs
 from rnngraph.tensor import Tensor
 
@@ -32,18 +33,29 @@ def forward_of(spec: CellSpec, zState: object) -> Operation | None:
 _SAVED_OUTPUTS = {"zState": "zState", "cellOutputFwd": "c", "outputFwd": "h"}
 
 
-def check_forward_outputs(op: str, spec: CellSpec, inputs: Mapping[str, object]) -> None:
+def _serves_as(spec: CellSpec, descriptor: _Descriptor, label: str, output: str) -> bool:
+    """Whether the forward op's ``output`` computes exactly what ``label`` would: a
+    single-gate RNN's backward rebuilds h = act(zState) and act's derivative from that h, so
+    where act(act(z)) = act(z) (relu, none) its h given as zState gives the same gradients
+    (an inference op's h, kept instead of a training op's zState)."""
+    return (spec.name == "singleGateRNN" and label == "zState" and output == "h"
+            and getattr(descriptor, "activation", None) in (RNNActivation.relu, RNNActivation.none))
+
+
+def check_forward_outputs(op: str, spec: CellSpec, descriptor: _Descriptor,
+                          inputs: Mapping[str, object]) -> None:
     """A saved forward tensor (zState, cellOutputFwd, outputFwd) that is an output of a
     forward op of this graph must be that op's output of the same name: the forward op's h
-    given as zState (same shape for a single-gate RNN) or as cellOutputFwd (the LSTM's c) would
-    give the gradients of no computation, silently."""
+    given as zState (same shape for a single-gate RNN) or as cellOutputFwd (the LSTM's c)
+    computes the gradients of no computation, silently; unless it serves as that output
+    exactly (``_serves_as``)."""
     for label, expected in _SAVED_OUTPUTS.items():
         tensor = inputs.get(label)
         if not isinstance(tensor, Tensor) or tensor.op.kind != spec.name:
             continue
         names = tensor.op.attrs["outputs"]
         got = names[tensor.index] if tensor.index < len(names) else "?"
-        if got != expected:
+        if got != expected and not _serves_as(spec, descriptor, label, got):
             raise ValueError(f"{op}: {label}: {tensor.name!r} is output {got!r} of the "
                              f"{spec.name} op {tensor.op.name!r}, not its {expected!r}")
 

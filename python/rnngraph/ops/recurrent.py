@@ -211,7 +211,7 @@ def gradient_op(graph: GraphBuilder, spec: CellSpec, arguments: Arguments,
     inputs, dtype = collect_inputs(graph, op, arguments, ("recurrentWeight", "sourceGradient",
                                                           "zState", *spec.gradient_required))
     check_dtypes(op, inputs, dtype)
-    check_forward_outputs(op, spec, inputs)
+    check_forward_outputs(op, spec, descriptor, inputs)
     check_matching_forward(op, spec, descriptor, inputs["zState"])
     bidirectional = descriptor.bidirectional
     sizes = infer_sizes(op, spec, inputs, bidirectional)
