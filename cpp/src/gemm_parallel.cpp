@@ -90,29 +90,33 @@ bool merge_blocks() {
 }
 
 // The blocks [first, last) of `cut` (row-major over the grid), summed over the slice [k0,
-// k0 + kc) of k, as few BLAS calls as rectangles of whole blocks cover them: a partial row of
-// blocks, whole rows, a partial row. One call repacks each operand once where per-block calls
-// repack them for every block. Only where each element of C is measured to be the same sum
-// whatever rectangle holds it (merge_blocks): float, on OpenBLAS's SkylakeX-family cores,
-// blocks of kBlasMergeMin multiply-adds or more.
+// k0 + kc) of k with `kernel`: one call per block, or (merge) as few calls as rectangles of
+// whole blocks cover them: a partial row of blocks, whole rows, a partial row. One call
+// repacks each operand once where per-block calls repack them for every block. Merged only
+// where each element of C is measured to be the same sum whatever rectangle holds it
+// (merge_blocks): float, on OpenBLAS's SkylakeX-family cores, blocks of kBlasMergeMin
+// multiply-adds or more.
 // (1 thread, 2-core machine, rnngraph's OpenBLAS, GFLOP/s as one call / as 256 x 256 blocks:
 // row 8's projection 182 / 156, its dR 192 / 167, its dx 190 / 172; 2048³ 220 / 193.)
 template <class S>
-void blas_block_runs(const ProductCut& cut, Index first, Index last, Trans ta, Trans tb, Index m,
-                     Index n, Index k0, Index kc, S alpha, const S* a, Index lda, const S* b,
-                     Index ldb, S beta, S* c, Index ldc) {
+void block_calls(const ProductCut& cut, Index first, Index last, bool merge, ProductPath kernel,
+                 Trans ta, Trans tb, Index m, Index n, Index k0, Index kc, S alpha, const S* a,
+                 Index lda, const S* b, Index ldb, S beta, S* c, Index ldc) {
   const Index columns = cut.column_blocks;
   while (first < last) {
     const Index rb = first / columns, cb = first % columns;
-    Index rb_end = rb + 1, cb_end = std::min(columns, cb + (last - first));
-    if (cb == 0 && last - first >= columns) {
-      rb_end = rb + (last - first) / columns;
-      cb_end = columns;
+    Index rb_end = rb + 1, cb_end = cb + 1;
+    if (merge) {
+      cb_end = std::min(columns, cb + (last - first));
+      if (cb == 0 && last - first >= columns) {
+        rb_end = rb + (last - first) / columns;
+        cb_end = columns;
+      }
     }
     const Index r0 = cut.row_edge(m, rb), r1 = cut.row_edge(m, rb_end);
     const Index c0 = cut.column_edge(n, cb), c1 = cut.column_edge(n, cb_end);
     const auto [ab, bb] = block_operands(ta, tb, a, lda, b, ldb, r0, c0, k0);
-    gemm_with(ProductPath::blas, ta, tb, r1 - r0, c1 - c0, kc, alpha, ab, lda, bb, ldb, beta,
+    gemm_with(kernel, ta, tb, r1 - r0, c1 - c0, kc, alpha, ab, lda, bb, ldb, beta,
               c + r0 * ldc + c0, ldc);
     first += (rb_end - rb) * columns - cb - (columns - cb_end);
   }
@@ -125,7 +129,7 @@ struct PlannedProduct {
   GemmProduct<S> p;
   ProductPath kernel = ProductPath::blas;
   ProductCut cut;
-  bool merged = false;  // adjacent blocks as one BLAS call (blas_block_runs)
+  bool merged = false;  // adjacent blocks as one BLAS call (block_calls)
   Index items[2] = {};  // tasks (blocks, or blocks × parts of k); row blocks of the sums
   Index first[2] = {};  // the first of them among the group's items of that phase
   Buffer<S> partials;   // parts 1.. of every block, [parts - 1][m, n]
@@ -170,19 +174,8 @@ void run_tasks(PlannedProduct<S>& planned, Index first, Index last) {
     S* cj = j == 0 ? p.c : planned.partials.data() + (j - 1) * p.m * p.n;
     const Index ldcj = j == 0 ? p.ldc : p.n;
     const S beta = j == 0 ? p.beta : S(0);
-    if (planned.merged) {
-      blas_block_runs(cut, first - j * blocks, end - j * blocks, p.ta, p.tb, p.m, p.n, k0, kc,
-                      p.alpha, p.a, p.lda, p.b, p.ldb, beta, cj, ldcj);
-    } else {
-      for (Index block_index = first - j * blocks; block_index < end - j * blocks; ++block_index) {
-        const Index rb = block_index / cut.column_blocks, cb = block_index % cut.column_blocks;
-        const Index r0 = cut.row_edge(p.m, rb), r1 = cut.row_edge(p.m, rb + 1);
-        const Index c0 = cut.column_edge(p.n, cb), c1 = cut.column_edge(p.n, cb + 1);
-        const auto [ab, bb] = block_operands(p.ta, p.tb, p.a, p.lda, p.b, p.ldb, r0, c0, k0);
-        gemm_with(planned.kernel, p.ta, p.tb, r1 - r0, c1 - c0, kc, p.alpha, ab, p.lda, bb, p.ldb,
-                  beta, cj + r0 * ldcj + c0, ldcj);
-      }
-    }
+    block_calls(cut, first - j * blocks, end - j * blocks, planned.merged, planned.kernel, p.ta,
+                p.tb, p.m, p.n, k0, kc, p.alpha, p.a, p.lda, p.b, p.ldb, beta, cj, ldcj);
     first = end;
   }
 }

@@ -142,7 +142,7 @@ constexpr Index kGemmMinBlock = 128;
 constexpr Index kGemmTasks = 16;
 constexpr Index kGemmDepth = 256;
 // Adjacent blocks of one part of k that one thread claims together run as one BLAS call
-// (gemm_parallel.cpp, blas_block_runs and merge_blocks; with one thread, the whole product,
+// (gemm_parallel.cpp, block_calls and merge_blocks; with one thread, the whole product,
 // or one call per part of a split k) when each block has at least this many multiply-adds
 // over its part: OpenBLAS's small-matrix and direct kernels, which sum differently, take only
 // products of a few thousand, so a block and the rectangle holding it are summed alike
