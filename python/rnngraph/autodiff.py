@@ -25,6 +25,7 @@ from rnngraph.ops import (
     slicing,
     state,
 )
+from rnngraph.ops.forward_matching import SAVED_OUTPUTS
 from rnngraph.ops.forward_outputs import forward_outputs
 from rnngraph.ops.operands import ones_like, record, zeros_like
 from rnngraph.ops.recurrent import gradient_op
@@ -79,11 +80,10 @@ def _rnn_rule(graph: GraphBuilder, op: Operation, grads: list[Tensor | None],
     source_gradient = given.get("h")
     if source_gradient is None:  # only c is used: dL/dh = 0
         source_gradient = zeros_like(graph, outputs["h"])
-    arguments = dict(op.inputs, sourceGradient=source_gradient, zState=outputs["zState"])
-    if "outputFwd" in spec.gradient_required:
-        arguments["outputFwd"] = outputs["h"]
-    if "cellOutputFwd" in spec.gradient_required:
-        arguments["cellOutputFwd"] = outputs["c"]
+    arguments = dict(op.inputs, sourceGradient=source_gradient)
+    for label, name in SAVED_OUTPUTS.items():  # zState, and the saved h or c the cell reads
+        if label == "zState" or label in spec.gradient_required:
+            arguments[label] = outputs[name]
     if given.get("c") is not None:
         arguments["cellSequenceGradient"] = given["c"]
     result = gradient_op(graph, spec, arguments, descriptor, f"{op.name}/gradients")

@@ -29,8 +29,8 @@ def forward_of(spec: CellSpec, zState: object) -> Operation | None:
     return zState.op
 
 
-# The gradient op's labels for what its forward op returned, by the forward op's output names.
-_SAVED_OUTPUTS = {"zState": "zState", "cellOutputFwd": "c", "outputFwd": "h"}
+# A gradient op's saved forward tensors: the output of its forward op each label reads.
+SAVED_OUTPUTS = {"zState": "zState", "cellOutputFwd": "c", "outputFwd": "h"}
 
 
 def _serves_as(spec: CellSpec, descriptor: _Descriptor, label: str, output: str) -> bool:
@@ -49,12 +49,11 @@ def check_forward_outputs(op: str, spec: CellSpec, descriptor: _Descriptor,
     given as zState (same shape for a single-gate RNN) or as cellOutputFwd (the LSTM's c)
     computes the gradients of no computation, silently; unless it serves as that output
     exactly (``_serves_as``)."""
-    for label, expected in _SAVED_OUTPUTS.items():
+    for label, expected in SAVED_OUTPUTS.items():
         tensor = inputs.get(label)
         if not isinstance(tensor, Tensor) or tensor.op.kind != spec.name:
             continue
-        names = tensor.op.attrs["outputs"]
-        got = names[tensor.index] if tensor.index < len(names) else "?"
+        got = tensor.op.attrs["outputs"][tensor.index]  # (its outputs' names, in order)
         if got != expected and not _serves_as(spec, descriptor, label, got):
             raise ValueError(f"{op}: {label}: {tensor.name!r} is output {got!r} of the "
                              f"{spec.name} op {tensor.op.name!r}, not its {expected!r}")

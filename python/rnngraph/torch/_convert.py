@@ -181,11 +181,9 @@ def to_torch(module: Any, cell: TorchCell) -> nn.Module:
     for label in ("inputWeight", "recurrentWeight"):
         if getattr(module, label) is None:
             raise TypeError(f"{where}: {label}: None; a torch.nn twin needs it")
-    _check_shapes(where, {
-        "inputWeight": (module.inputWeight, (D * G * H, module.input_size)),
-        "recurrentWeight": (module.recurrentWeight, (D, G * H, H) if D == 2 else (G * H, H)),
-        "bias": (module.bias, (D * G * H,)),
-        "secondaryBias": (secondary, (D * H,))})
+    _check_shapes(where, {label: (getattr(module, label, None), shape) for label, shape
+                          in module._parameter_shapes(bias=True, peephole=False).items()
+                          if shape is not None})
     dtype = module.recurrentWeight.dtype
     keywords: dict[str, Any] = {"bias": has_bias, "bidirectional": D == 2, "dtype": dtype}
     if cell.op == "single_gate_rnn":

@@ -77,13 +77,20 @@ def _kernel_arrays(cell: TorchCell, tensors: Sequence[torch.Tensor | None],
             if tensor.dtype != source.dtype or tensor.layout != torch.strided:
                 check_tensor(f"{op}: {label}", tensor, source.dtype)  # raises, naming it
             array = tensor.numpy(force=True)
-            if label in _STATES and array.shape[-1] == H:  # (else the shape check names R)
-                array = to_op(array, D, N, H)
+            if label in _STATES:
+                array = _state_in_op_layout(array, D, N, H)
         arrays[label] = array
     return arrays, (D, N, H)
 
 
 _STATES = ("initState", "initCell")  # the inputs in torch.nn's layout, as h_n's and c_n's
+
+
+def _state_in_op_layout(state: Any, D: int, N: int, H: int) -> Any:
+    """An initial state ``[D, N, H]`` in the op's layout ``[N, D·H]``; one whose H is not
+    recurrentWeight's as it is, for the op's shape check to name recurrentWeight (a reshape
+    would fail first, with NumPy's or torch's message)."""
+    return to_op(state, D, N, H) if state.shape[-1] == H else state
 
 
 def _infer(cell: TorchCell, tensors: Sequence[torch.Tensor | None],
@@ -99,7 +106,8 @@ def _op_states(inputs: dict[str, Any], options: dict[str, Any]) -> dict[str, Any
     """``inputs`` (tensors or NumPy arrays, by label) with the initial states in the op's
     layout ``[N, D·H]``."""
     D, N, H = _sizes(inputs["source"], inputs["recurrentWeight"], options)
-    return {label: to_op(value, D, N, H) if label in _STATES and value is not None else value
+    return {label: _state_in_op_layout(value, D, N, H)
+            if label in _STATES and value is not None else value
             for label, value in inputs.items()}
 
 

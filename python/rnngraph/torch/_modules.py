@@ -11,13 +11,13 @@ resetAfter GRU's ``secondaryBias`` ``[D·H]``.
 from __future__ import annotations
 
 import math
-import numbers
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 from torch import nn
 
 from rnngraph.descriptors import GRUDescriptor, LSTMDescriptor, SingleGateRNNDescriptor
+from rnngraph.ops.arguments import is_integer
 from rnngraph.torch import _cells, _convert, _direct
 from rnngraph.torch._arrays import check_tensor
 
@@ -27,6 +27,13 @@ if TYPE_CHECKING:
     from rnngraph.descriptors import _Descriptor
 
 State = torch.Tensor | tuple[torch.Tensor, torch.Tensor]
+
+
+def _size(where: str, name: str, size: object) -> int:
+    """A positive Python or NumPy int (not a bool) as an int, else a ValueError naming it."""
+    if not is_integer(size) or size < 1:
+        raise ValueError(f"{where}: {name}: expected a positive int, got {size!r}")
+    return int(size)
 
 
 class _RecurrentModule(nn.Module):
@@ -54,15 +61,8 @@ class _RecurrentModule(nn.Module):
                 raise ValueError(f"{where}: device: {error}") from None
             if kind != "cpu":
                 raise ValueError(f"{where}: device: rnngraph computes on the CPU, got {device}")
-        sizes: list[int | None] = []
-        for name, size in (("input_size", input_size), ("hidden_size", hidden_size)):
-            if size is None and name == "input_size":
-                sizes.append(None)
-                continue
-            if isinstance(size, bool) or not isinstance(size, numbers.Integral) or size < 1:
-                raise ValueError(f"{where}: {name}: expected a positive int, got {size!r}")
-            sizes.append(int(size))  # (a NumPy integer too)
-        input_size, hidden_size = sizes[0], int(hidden_size)
+        input_size = None if input_size is None else _size(where, "input_size", input_size)
+        hidden_size = _size(where, "hidden_size", hidden_size)
         descriptor = self._cell.spec.descriptor_type() if descriptor is None else descriptor
         try:
             self._options = self._cell.descriptor_options(descriptor)  # (checks its type)
