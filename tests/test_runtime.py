@@ -154,6 +154,23 @@ def test_the_default_thread_count_is_the_cpus_this_process_may_use():
     """
     assert child(code).split() == ["1", "1"]
     assert child(code, RNNGRAPH_NUM_THREADS="3").split() == ["3", "1"]
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-2", "2.5", "4097", ""])
+def test_an_invalid_thread_variable_is_ignored_with_a_warning(value):
+    code = """
+        import warnings
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            import rnngraph as rg
+        print(rg.get_num_threads(), rg.cpu_budget()["default"])
+        print("|".join(str(w.message) for w in caught if w.category is RuntimeWarning))
+    """
+    threads, message = child(code, RNNGRAPH_NUM_THREADS=value).split("\n", 1)
+    count, default = threads.split()
+    assert count == default  # the CPUs this process may use
+    assert f"RNNGRAPH_NUM_THREADS={value!r}" in message and "ignored" in message
+    assert child(code, RNNGRAPH_NUM_THREADS="2").split("\n")[1] == ""  # a valid one: silent
     assert child("import rnngraph as rg; print(rg.get_num_threads())").strip() == str(
         len(os.sched_getaffinity(0)) if not rg.cpu_budget()["quota"] else rg.cpu_budget()["default"])
 
@@ -169,5 +186,10 @@ def test_threadpoolctl_sees_and_limits_rnngraphs_pool():
         with threadpoolctl.threadpool_limits(limits={"rnngraph": 2}):
             assert rg.get_num_threads() == 2
         assert rg.get_num_threads() == 3
+        # A limit past the core's C int is no limit (not wrapped by ctypes: 2**40 to 0, 1)
+        for huge in (2**32 + 1, 2**40):
+            with threadpoolctl.threadpool_limits(huge):
+                assert rg.get_num_threads() == rg.config.MAX_THREADS
+            assert rg.get_num_threads() == 3
     finally:
         rg.set_num_threads(rg.cpu_budget()["default"])

@@ -32,8 +32,9 @@ from rnngraph.tensor import Tensor
 
 __version__ = "0.1.0"
 
-from rnngraph import _threadpool
+from rnngraph import _threadpool, config
 
+config.warn_if_environment_invalid()  # a bad RNNGRAPH_NUM_THREADS is ignored, not silently
 _threadpool.register()  # threadpoolctl sees and limits rnngraph's threads (if installed)
 
 __all__ = [

@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 from importlib import metadata
 
+from rnngraph.config import MAX_THREADS  # (the core's C int)
+
 
 def register() -> bool:
     """Register rnngraph's controller with threadpoolctl; False when threadpoolctl is
@@ -39,7 +41,9 @@ def register() -> bool:
             return int(self.dynlib.rnngraph_get_num_threads())
 
         def set_num_threads(self, num_threads: int) -> None:
-            self.dynlib.rnngraph_set_num_threads(int(num_threads))
+            # A limit is an upper bound: one past the core's int (ctypes would wrap it,
+            # 2**40 to 0) means no limit, the core's largest count.
+            self.dynlib.rnngraph_set_num_threads(min(int(num_threads), MAX_THREADS))
 
         def get_version(self) -> str | None:
             try:

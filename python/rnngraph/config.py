@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import warnings
+
 from rnngraph._native import core as _core
 from rnngraph._native import supported_levels
 from rnngraph.ops.arguments import is_integer
 
-_MAX_THREADS = 2**31 - 1  # the core's int (a team never exceeds its work's items)
+MAX_THREADS = 2**31 - 1  # the core's int (a team never exceeds its work's items)
 _chosen = False  # set_num_threads was called (see num_threads_chosen)
 _environment: bool | None = None  # RNNGRAPH_NUM_THREADS is set (read once, as the core does)
 
@@ -50,8 +53,8 @@ def set_num_threads(n: int) -> None:
     if not is_integer(n):
         raise TypeError(f"set_num_threads: expected an int, got {n!r}")
     n = int(n)  # (a NumPy integer too)
-    if not 1 <= n <= _MAX_THREADS:
-        raise ValueError(f"set_num_threads: expected 1 <= n <= {_MAX_THREADS}, got {n}")
+    if not 1 <= n <= MAX_THREADS:
+        raise ValueError(f"set_num_threads: expected 1 <= n <= {MAX_THREADS}, got {n}")
     global _chosen
     _chosen = True
     _core.set_num_threads(n)
@@ -79,6 +82,17 @@ def cpu_budget() -> dict[str, int | float]:
     'quota': the cgroup's CPU quota in CPUs (0: none), 'environment': RNNGRAPH_NUM_THREADS
     (0: unset), 'default': the resulting default}``."""
     return dict(_core.cpu_budget())
+
+
+def warn_if_environment_invalid() -> None:
+    """At import: a ``RNNGRAPH_NUM_THREADS`` that is set but not an integer in 1..4096 (the
+    core's reading, cpp/src/runtime/cpu_budget.cpp) is ignored, with a RuntimeWarning that
+    says so, as libgomp does with a bad ``OMP_NUM_THREADS``."""
+    text = os.environ.get("RNNGRAPH_NUM_THREADS")
+    if text is not None and not _core.cpu_budget()["environment"]:
+        warnings.warn(f"RNNGRAPH_NUM_THREADS={text!r} is not an integer from 1 to 4096; "
+                      f"ignored: rnngraph uses {get_num_threads()} threads (the CPUs this "
+                      "process may use)", RuntimeWarning, stacklevel=2)
 
 
 def release_memory() -> None:
