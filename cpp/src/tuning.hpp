@@ -128,6 +128,10 @@ constexpr Index kDotMinSize = 1024;
 //   1 and 2 threads, 2-core machine, rows 7, 8, 10, 12, 13: within the runs' noise (-3 to
 //   +4 %; ab runs of ours.make_step, two rounds). Going below 256 before cutting k cost
 //   4-10 % at 1 thread (row 7's dR in 128 x 128 blocks instead of 256 x 256 x 4 parts).
+//   Re-measured once blocks merged into one BLAS call (a 1-thread product is then a single
+//   call, row 12's dR 8.26 -> 7.64 ms alone): whole train steps no faster at 1 thread and
+//   2-7 % slower at 2 (rows 10, 11, 12, 15, 16;
+//   results/gemm-smaller-blocks-first-ab-2026-11-25.txt).
 //   16 threads, 16-core machine (profile_rows.py): row 10's weight gradients 23.2 ms
 //   against 24.6, its projection 6.8 against 8.6.
 // Up to 32 or 64 blocks of at least 256 (more blocks than threads, for balance) made rows 13
