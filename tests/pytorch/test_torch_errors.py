@@ -163,6 +163,35 @@ def test_input_of_a_dtype_rnngraph_does_not_compute(dtype):
         op("lstm")(**raw_inputs("lstm") | {"source": torch.ones(5, 2, I, dtype=dtype)})
 
 
+LAYOUTS = {  # tensors the dispatcher sends to other backends than the CPU's dense one
+    "sparse_coo": (lambda t: t.to_sparse(), r"layout torch\.sparse_coo"),
+    "sparse_csr": (lambda t: t.reshape(-1, t.shape[-1]).to_sparse_csr(), r"layout torch\.sparse_csr"),
+    "mkldnn": (lambda t: t.float().to_mkldnn(), r"layout torch\._mkldnn"),
+    "nested": (lambda t: torch.nested.nested_tensor(list(t)), "a nested tensor"),
+    "quantized": (lambda t: torch.quantize_per_tensor(t.float(), 0.1, 0, torch.qint8),
+                  "a quantized tensor"),
+}
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # (nested and quantized: prototypes)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize(("cell", "label"), [("lstm", "source"), ("gru", "recurrentWeight"),
+                                             ("single_gate_rnn", "initState")])
+def test_the_raw_op_names_a_tensor_of_another_layout(cell, label, layout):
+    """Not torch's NotImplementedError ("Could not run 'rnngraph::lstm' with arguments from
+    the 'SparseCPU' backend"): the op's TypeError, naming the label, as the modules' is."""
+    make, kind = LAYOUTS[layout]
+    inputs = raw_inputs(cell)
+    inputs[label] = make(inputs[label])
+    with pytest.raises(TypeError, match=rf"^{OPS[cell]}: {label}: expected a dense .*{kind}"):
+        op(cell)(**inputs)
+    inputs = raw_inputs("lstm")
+    h, _, _, cells, z = op("lstm")(**inputs)
+    arguments = {"sourceGradient": make(torch.ones_like(h)), "zState": z, "cellOutputFwd": cells}
+    with pytest.raises(TypeError, match=rf"^LSTMGradients: sourceGradient: .*{kind}"):
+        op("lstm_gradients")(**inputs, **arguments)
+
+
 @pytest.mark.parametrize("given", [[[0.5] * I] * 5, np.ones((5, 2, I)), 1.0, None],
                          ids=["list", "ndarray", "float", "None"])
 def test_input_that_is_not_a_tensor(given):
