@@ -192,6 +192,14 @@ def test_the_raw_op_names_a_tensor_of_another_layout(cell, label, layout):
         op("lstm_gradients")(**inputs, **arguments)
 
 
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_the_module_names_input_of_another_layout(layout):
+    make, kind = LAYOUTS[layout]
+    with pytest.raises(TypeError, match=rf"^rnngraph\.torch\.LSTM: input: expected a dense .*{kind}"):
+        build("lstm")(make(torch.ones(5, 2, I, dtype=F64)))
+
+
 @pytest.mark.parametrize("given", [[[0.5] * I] * 5, np.ones((5, 2, I)), 1.0, None],
                          ids=["list", "ndarray", "float", "None"])
 def test_input_that_is_not_a_tensor(given):

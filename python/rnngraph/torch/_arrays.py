@@ -27,9 +27,15 @@ def check_tensor(where: str, tensor: object, dtype: torch.dtype | None = None) -
 
 def check_kind(where: str, tensor: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor:
     """``check_tensor`` without the device: a dense tensor of float32 or float64 (of
-    ``dtype`` if given), on any device (the fake kernels see meta tensors too)."""
-    if tensor.layout != torch.strided:
-        raise TypeError(f"{where}: expected a dense (strided) tensor, got layout {tensor.layout}")
+    ``dtype`` if given), on any device (the fake kernels see meta tensors too). Not dense:
+    another layout (sparse, MKL-DNN), a nested tensor (strided, but ragged) or a quantized
+    one."""
+    if tensor.layout != torch.strided or tensor.is_nested or tensor.is_quantized:
+        kind = ("a nested tensor" if tensor.is_nested
+                else f"a quantized tensor ({tensor.dtype})" if tensor.is_quantized
+                else f"layout {tensor.layout}")
+        raise TypeError(f"{where}: expected a dense (strided) tensor of float32 or float64, "
+                        f"got {kind}")
     if tensor.dtype not in FLOATS:
         raise TypeError(f"{where}: expected torch.float32 or torch.float64, got {tensor.dtype}")
     if dtype is not None and tensor.dtype != dtype:

@@ -337,8 +337,8 @@ def _register(cell: TorchCell) -> None:
 
 # Dispatch keys of CPU tensors that are not dense and strided: the dispatcher would answer
 # them with NotImplementedError ("Could not run 'rnngraph::lstm' with arguments from the
-# 'SparseCPU' backend"); these kernels raise the TypeError the modules raise, naming the
-# argument.
+# 'SparseCPU' backend"); these kernels raise check_kind's TypeError, as the modules do,
+# naming the argument.
 _OTHER_LAYOUTS = ("SparseCPU", "SparseCsrCPU", "NestedTensorCPU", "MkldnnCPU", "QuantizedCPU")
 _library = torch.library.Library(NAMESPACE, "FRAGMENT")  # type: ignore[no-untyped-call]
 
@@ -347,18 +347,11 @@ def _refuse_other_layouts(op: str, name: str, names: list[str], defaults: dict[s
     def refuse(*args: Any, **kwargs: Any) -> None:
         for label, value in _bind(names, defaults, args, kwargs).items():
             if isinstance(value, torch.Tensor):
-                kind = ("a nested tensor" if value.is_nested
-                        else f"a quantized tensor ({value.dtype})" if value.is_quantized
-                        else f"layout {value.layout}" if value.layout != torch.strided
-                        else None)
-                if kind is not None:
-                    raise TypeError(f"{name}: {label}: expected a dense (strided) CPU tensor "
-                                    f"of float32 or float64, got {kind}")
+                check_kind(f"{name}: {label}", value)  # raises for the one not dense
         raise TypeError(f"{name}: expected dense (strided) CPU tensors")
 
     for key in _OTHER_LAYOUTS:
         _library.impl(op, refuse, key)  # type: ignore[no-untyped-call]
-
 
 for _cell in CELLS:
     _register(_cell)
