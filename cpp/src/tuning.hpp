@@ -265,6 +265,12 @@ constexpr Index kSingleStepUnitRows = 16;
 // the next.)
 constexpr long kPhaseSpinUs = 50;
 constexpr long kPhaseYieldUs = 300;
+// A thread out of items takes the last unclaimed item of another slot's share at once. Tried
+// and rejected: leaving it to its owner until the owner had not claimed for twice the
+// thief's item time, so that an owner a little behind keeps its slice of R in its cache. On
+// the 16-core machine row 6 at 16 threads went 24.9 -> 27.8 ms, row 8 8.3 -> 9.3 (medians of
+// 4 alternating processes, each within the other's spread;
+// results/machine16-steal-grace-ab-2026-11-25.txt).
 // A worker with no job watches for the next one this long before it sleeps, so the parallel
 // sections of one call, and of calls made back to back, start at once. A wake-up from sleep
 // is what a parallel call loses below the thresholds above (medians 0.1-0.2 ms slower than
