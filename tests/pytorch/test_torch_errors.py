@@ -394,3 +394,20 @@ def test_conversions_name_a_parameter_of_the_wrong_shape():
     with pytest.raises(ValueError, match=r"GRU\.from_torch: weight_hh_l0_reverse: expected "
                                          rf"shape \[{3 * H}, {H}\], got \[{3 * H}, {H + 1}\]"):
         type(module).from_torch(theirs)
+
+
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+@pytest.mark.parametrize("cell", list(OPS))
+def test_the_raw_op_names_a_required_tensor_passed_as_none(cell, device):
+    """The dispatcher lets None through for a required Tensor argument."""
+    inputs = {k: v.to(device) if isinstance(v, torch.Tensor) else v
+              for k, v in raw_inputs(cell).items()}
+    inputs["recurrentWeight"] = None
+    with pytest.raises(TypeError, match=rf"^{OPS[cell]}: recurrentWeight is required"):
+        op(cell)(**inputs)
+    gradient = getattr(torch.ops.rnngraph, f"{cell}_gradients")
+    given = inputs["source"]
+    saved = {"lstm": {"cellOutputFwd": given}, "gru": {"outputFwd": given}}.get(cell, {})
+    with pytest.raises(TypeError, match=rf"^{OPS[cell]}Gradients: zState is required"):
+        gradient(source=given, recurrentWeight=given, sourceGradient=given, zState=None,
+                 **saved)

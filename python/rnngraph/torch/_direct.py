@@ -40,8 +40,10 @@ def eager(tensors: Sequence[torch.Tensor | None]) -> bool:
 
 
 def _untraced() -> bool:
-    """No tracing system, dispatch mode or torch.func transform needs to see an op."""
-    return not (torch.compiler.is_compiling() or _get_current_dispatch_mode() is not None
+    """No tracing system (torch.compile, torch.jit.trace, which would record the kernel's
+    result as a constant), dispatch mode or torch.func transform needs to see an op."""
+    return not (torch.compiler.is_compiling() or torch._C._get_tracing_state() is not None
+                or _get_current_dispatch_mode() is not None
                 or torch._C._are_functorch_transforms_active())  # vmap, grad: their wrappers
 
 
@@ -149,7 +151,13 @@ class _Recurrent(torch.autograd.Function):
     their shapes were checked by the forward, and autograd gives the outputs' gradients the
     outputs' shapes and dtype. The fewer calls run between the two kernels, the less the
     adapter costs over a Graph (those calls run from caches the kernels just filled with
-    their own data)."""
+    their own data).
+
+    Under saved-tensor hooks (``torch.autograd.graph.saved_tensors_hooks``: offloading,
+    checkpointing) torch checks no version counter, as the hooks may keep copies: the
+    backward then reads the inputs and h as the hooks give them back, not the arrays over
+    the live tensors' memory. (What only the backward reads stays in memory: the hooks
+    see only the inputs and h.)"""
 
     @staticmethod
     def forward(ctx: Any, cell: TorchCell, options: dict[str, Any],
@@ -161,6 +169,8 @@ class _Recurrent(torch.autograd.Function):
         ctx.set_materialize_grads(False)  # an unused output's gradient stays None, not zeros
         ctx.cell, ctx.options, ctx.sizes = cell, options, sizes
         ctx.produced, ctx.inputs = produced, read  # (no tensors on ctx: NumPy arrays only)
+        if torch._C._autograd._top_saved_tensors_default_hooks(False) is not None:
+            ctx.inputs = None  # the backward reads what the hooks unpack (class docstring)
         ctx.save_for_backward(*tensors, outputs[0])
         return outputs
 
@@ -177,7 +187,12 @@ class _Recurrent(torch.autograd.Function):
         cell, inputs, (D, N, H) = ctx.cell, ctx.inputs, ctx.sizes
         # (Reading them raises if one was modified in place since the forward, h too: the
         # kernel reads its array as outputFwd.)
-        *tensors, _h = ctx.saved_tensors
+        *tensors, h = ctx.saved_tensors
+        produced = ctx.produced
+        if inputs is None:  # saved-tensor hooks: the tensors they gave back
+            arrays, _ = _kernel_arrays(cell, tensors, ctx.options)
+            inputs = _ops.dense_inputs(cell, arrays, ctx.options)
+            produced = {**produced, "h": dense(h.numpy(force=True))}
         # The outputs' gradients as the kernel takes them: dense (one may be strided, an
         # expanded sum's ones), the final states' in the op's layout. Autograd gives each the
         # shape and dtype of its output; an unused one is None (gradient_arguments gives the
@@ -187,7 +202,7 @@ class _Recurrent(torch.autograd.Function):
             array = None if g is None else g.numpy(force=True)
             by_output[name] = (array if array is None
                                else dense(array if name == "h" else to_op(array, D, N, H)))
-        arguments = _ops.gradient_arguments(cell, inputs, ctx.produced, by_output,
+        arguments = _ops.gradient_arguments(cell, inputs, produced, by_output,
                                             ctx.options["bidirectional"])
         gradients = _ops.gradient_on_arrays(cell, arguments, ctx.options)
         # Each input's gradient shaped like the input (the states' from the op's layout).
@@ -224,6 +239,7 @@ def call(cell: TorchCell, inputs: dict[str, torch.Tensor | None], options: dict[
     goes through ``torch.ops.rnngraph.<op>``, and so does an inference call that autograd
     would record (``training=False`` with inputs that require grad): its backward refuses,
     as the op's does."""
+    _ops.refuse_forward_ad(f"rnngraph.torch.{cell.spec.name}")
     tensors = [inputs.get(label) for label in cell.forward_inputs]  # (None where absent)
     plain, requires_grad = _survey(tensors)
     recorded = requires_grad and torch.is_grad_enabled()  # (autograd records the call)

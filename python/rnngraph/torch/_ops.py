@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
+import torch.autograd.forward_ad as _forward_ad
 
 from rnngraph._native import core as _core
 from rnngraph.dtypes import naming_memory_errors
@@ -90,12 +91,36 @@ def _core_options(cell: TorchCell, options: tuple[tuple[str, Any], ...]) -> Core
     return cell.spec.options_type(**dict(options))
 
 
-def _arrays(op: str, labels: tuple[str, ...], bound: dict[str, Any]) -> dict[str, Any]:
+def _check_required(cell: TorchCell, op: str, labels: tuple[str, ...],
+                    bound: dict[str, Any]) -> None:
+    """A tensor the schema requires, passed as None (the dispatcher lets None through for a
+    ``Tensor`` argument), is refused by name."""
+    for label in labels:
+        if bound[label] is None and label in cell.required:
+            raise TypeError(f"{op}: {label} is required: expected a tensor, got None")
+
+
+def _arrays(cell: TorchCell, op: str, labels: tuple[str, ...],
+            bound: dict[str, Any]) -> dict[str, Any]:
     """The tensors of ``labels`` as NumPy views (None where absent), one dtype for all."""
+    _check_required(cell, op, labels, bound)
     dtype = check_tensor(f"{op}: source", bound["source"]).dtype
     return {label: None if bound[label] is None else as_array(f"{op}: {label}", bound[label],
                                                                 dtype)
             for label in labels}
+
+
+def refuse_forward_ad(op: str) -> None:
+    """Forward-mode AD (torch.func.jvp, jacfwd, torch.autograd.forward_ad's dual tensors) is
+    refused while a dual level is open: rnngraph's ops have no forward-mode formula, and
+    torch would drop the tangents of a custom op without one, returning zeros. (Inside the
+    kernel, torch.func.jvp's inputs no longer show their tangents, so the open level is
+    what tells.)"""
+    if _forward_ad._current_level >= 0:
+        raise RuntimeError(f"{op}: forward-mode AD (torch.func.jvp, jacfwd, "
+                           "torch.autograd.forward_ad) is not supported: rnngraph's ops have "
+                           "no forward-mode formula; use reverse mode (backward, "
+                           "torch.autograd.grad)")
 
 
 # --- kernels -------------------------------------------------------------------------------
@@ -110,10 +135,7 @@ def forward_on_arrays(cell: TorchCell, arrays: dict[str, Any], bound: dict[str, 
     torch.nn's layout ``[D, N, H]`` (SPEC.md section 4: each direction's last processed
     step). ``keep_product``: a training resetAfter GRU also keeps ``recurrentProduct`` for
     its gradient kernel (hm·R_oᵀ + b2 of every step, which it then need not compute)."""
-    op = cell.spec.name
-    sizes = infer_sizes(op, cell.spec, arrays, bound["bidirectional"])
-    with naming_memory_errors(op):
-        dense = normalise(arrays, sizes, bound["bidirectional"])
+    dense = dense_inputs(cell, arrays, bound)
     follow_torch()
     result: tuple[Any, ...] = _core.rnn_forward(core_options(cell, bound), dense,
                                                 training=training,
@@ -129,10 +151,19 @@ def forward_on_arrays(cell: TorchCell, arrays: dict[str, Any], bound: dict[str, 
     return dense, produced
 
 
+def dense_inputs(cell: TorchCell, arrays: dict[str, Any], bound: dict[str, Any]) -> dict[str, Any]:
+    """The forward op's ``arrays`` (NumPy, by label; states in the op's layout), their shapes
+    checked, made dense in the layouts the core reads (SPEC.md section 1)."""
+    op = cell.spec.name
+    sizes = infer_sizes(op, cell.spec, arrays, bound["bidirectional"])
+    with naming_memory_errors(op):
+        return normalise(arrays, sizes, bound["bidirectional"])
+
+
 def forward_arrays(cell: TorchCell, bound: dict[str, Any]) -> dict[str, NDArray[Any]]:
     """The forward op on ``bound`` (tensors by label, options): its outputs by name, as the
     arrays the core wrote; the final states in the op's layout ``[N, D·H]``."""
-    arrays = _arrays(cell.spec.name, cell.forward_inputs, bound)
+    arrays = _arrays(cell, cell.spec.name, cell.forward_inputs, bound)
     produced = forward_on_arrays(cell, arrays, bound, bound["training"])[1]
     D, N, H = produced["state"].shape
     for name in cell.final_states:
@@ -141,6 +172,7 @@ def forward_arrays(cell: TorchCell, bound: dict[str, Any]) -> dict[str, NDArray[
 
 
 def forward_kernel(cell: TorchCell, bound: dict[str, Any]) -> tuple[torch.Tensor, ...]:
+    refuse_forward_ad(cell.spec.name)
     produced = forward_arrays(cell, bound)
     return tuple(as_tensor(produced[name]) for name in cell.outputs)
 
@@ -173,7 +205,8 @@ def gradient_on_arrays(cell: TorchCell, dense: dict[str, Any],
 
 
 def gradient_kernel(cell: TorchCell, bound: dict[str, Any]) -> list[torch.Tensor]:
-    arrays = _arrays(cell.spec.gradient_name, cell.gradient_inputs, bound)
+    refuse_forward_ad(cell.spec.gradient_name)
+    arrays = _arrays(cell, cell.spec.gradient_name, cell.gradient_inputs, bound)
     return [as_tensor(g) for g in gradient_arrays(cell, arrays, bound).values()]
 
 
@@ -196,6 +229,7 @@ def _fake_checks(cell: TorchCell, op: str, labels: tuple[str, ...],
     torch.compile and torch.export fail at the op, naming the argument, not downstream):
     devices, dtypes, and the shapes wherever every size is a plain int (a dynamic shape's
     symbolic sizes are left to the kernel)."""
+    _check_required(cell, op, labels, bound)
     _same_device(op, labels, bound)
     tensors = {label: bound[label] for label in labels if bound[label] is not None}
     dtype = check_kind(f"{op}: source", bound["source"]).dtype
