@@ -411,3 +411,17 @@ def test_the_raw_op_names_a_required_tensor_passed_as_none(cell, device):
     with pytest.raises(TypeError, match=rf"^{OPS[cell]}Gradients: zState is required"):
         gradient(source=given, recurrentWeight=given, sourceGradient=given, zState=None,
                  **saved)
+
+
+def test_from_torch_names_a_nonlinearity_torch_does_not_have():
+    theirs = torch.nn.RNN(I, H)
+    theirs.nonlinearity = "sigmoid"  # changed after construction
+    with pytest.raises(ValueError, match=r"SingleGateRNN\.from_torch: cannot convert: "
+                                         r"nonlinearity 'sigmoid'"):
+        CELLS["single_gate_rnn"].module.from_torch(theirs)
+
+
+@pytest.mark.parametrize("cell", list(CELLS))
+def test_a_hidden_size_whose_weights_overflow_is_a_memory_error(cell):
+    with pytest.raises(MemoryError, match=r"rnngraph\.torch\.\w+: \w+: cannot allocate"):
+        CELLS[cell].module(I, 2**62)

@@ -108,7 +108,11 @@ def from_torch(cls: type[Module], cell: TorchCell, module: Any) -> Module:
         descriptor = GRUDescriptor(bidirectional=module.bidirectional, resetGateFirst=True,
                                    resetAfter=True)
     else:
-        activation = {"tanh": RNNActivation.tanh, "relu": RNNActivation.relu}[module.nonlinearity]
+        activations = {"tanh": RNNActivation.tanh, "relu": RNNActivation.relu}
+        if module.nonlinearity not in activations:  # (an attribute changed after construction)
+            raise ValueError(f"{where}: cannot convert: nonlinearity {module.nonlinearity!r} "
+                             "(torch.nn.RNN has 'tanh' and 'relu')")
+        activation = activations[module.nonlinearity]
         descriptor = SingleGateRNNDescriptor(bidirectional=module.bidirectional,
                                              activation=activation)
     dtype = module.weight_ih_l0.dtype

@@ -77,7 +77,8 @@ class _RecurrentModule(nn.Module):
         for name, shape in self._parameter_shapes(bias, peephole).items():
             try:
                 parameter = None if shape is None else nn.Parameter(torch.empty(shape, dtype=dtype))
-            except RuntimeError as error:  # torch's allocator: "can't allocate memory"
+            except (RuntimeError, TypeError) as error:  # torch's allocator: "can't allocate
+                # memory"; a size past int64 (4·H for H = 2**62): "Overflow when unpacking"
                 raise MemoryError(f"{where}: {name}: cannot allocate {list(shape or ())} of "
                                   f"{dtype}: {error}") from None
             self.register_parameter(name, parameter)
