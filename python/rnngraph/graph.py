@@ -11,7 +11,10 @@ import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeGuard
 
+# numpy.ma, which NumPy loads lazily, is loaded here rather than by a run's first feed: a
+# fork() taken while another thread imports it would leave its import lock held in the child.
 import numpy as np
+import numpy.ma
 
 from rnngraph.dtypes import (
     DataType,
@@ -441,8 +444,10 @@ class _Plan:
         computing = [op for op in needed if op.kind not in ("placeholder", "constant")]
         freed = self._last_uses(computing, targets)
         self.steps = [(op, tuple(freed.get(position, ()))) for position, op in enumerate(computing)]
-        # Targets made by a view op (operands.VIEW): returned as copies of their own.
-        self.copied = [t for t in dict.fromkeys(targets) if t.op.attrs.get("view")]
+        # Targets made by a view op (operands.VIEW), and placeholders (whose value is the
+        # caller's feed): returned as copies of their own.
+        self.copied = [t for t in dict.fromkeys(targets)
+                       if t.op.attrs.get("view") or t.op.kind == "placeholder"]
 
     @staticmethod
     def _last_uses(ops: list[Operation], targets: tuple[Tensor, ...]) -> dict[int, list[Tensor]]:
