@@ -329,7 +329,6 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps, StateOps, ArithmeticOps, Activati
                 self._own(t, "run: targetTensors")  # raises the error that fits
         assigns = () if targetOperations is None else self._target_operations(targetOperations)
         values: dict[Tensor, NDArray[Any]] = {}
-        views: list[Tensor] = []  # broadcast feeds kept as views (see _feed_array)
         for tensor, value in feeds.items():
             if type(tensor) is not Tensor or tensor._graph is not ref:
                 self._own(tensor, "run: feeds")
@@ -338,9 +337,7 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps, StateOps, ArithmeticOps, Activati
             if _fits(value, tensor):  # the common case: used as it is
                 values[tensor] = value
                 continue
-            array = values[tensor] = _feed_array(tensor, value)
-            if array is not value and not array.flags.c_contiguous:
-                views.append(tensor)
+            values[tensor] = _feed_array(tensor, value)  # (a broadcast one may stay a view)
 
         plan = self._plan(targets + assigns)
         for placeholder in plan.placeholders:
@@ -361,9 +358,8 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps, StateOps, ArithmeticOps, Activati
                 del values[tensor]
         for assigned in assigns:  # together, after every read of the run
             assigned.op.attrs["value"].array = values[assigned]
-        if views:  # a placeholder among the targets returns its feed, dense
-            values.update((t, dense(values[t])) for t in views if t in targets)
-        for t in plan.copied:  # a view op's result: not to alias a feed, variable or result
+        for t in plan.copied:  # a view op's result or a placeholder's feed: a dense copy, not
+            # to alias a feed, variable or result
             values[t] = values[t].copy()
         return {t: values[t] for t in targets}
 

@@ -72,7 +72,7 @@ FORWARD_AD = r"forward-mode AD .* is not supported"
 def test_forward_mode_ad_is_refused_not_zeroed(cell):
     module = build(cell).requires_grad_(False)
     x, hx = sample(module)
-    name = {"single_gate_rnn": "singleGateRNN", "lstm": "LSTM", "gru": "GRU"}[cell]
+    name = CELLS[cell].module._cell.spec.name  # (the op's: singleGateRNN, LSTM, GRU)
     with pytest.raises(RuntimeError, match=rf"rnngraph\.torch\.{name}: {FORWARD_AD}"):
         torch.func.jvp(lambda a: _output(module, a, hx), (x,), (torch.ones_like(x),))
     with pytest.raises(RuntimeError, match=FORWARD_AD):

@@ -239,7 +239,7 @@ def call(cell: TorchCell, inputs: dict[str, torch.Tensor | None], options: dict[
     goes through ``torch.ops.rnngraph.<op>``, and so does an inference call that autograd
     would record (``training=False`` with inputs that require grad): its backward refuses,
     as the op's does."""
-    _ops.refuse_forward_ad(f"rnngraph.torch.{cell.spec.name}")
+    _ops.refuse_forward_ad(cell.spec.name, "rnngraph.torch.")
     tensors = [inputs.get(label) for label in cell.forward_inputs]  # (None where absent)
     plain, requires_grad = _survey(tensors)
     recorded = requires_grad and torch.is_grad_enabled()  # (autograd records the call)

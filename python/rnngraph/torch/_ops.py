@@ -110,14 +110,14 @@ def _arrays(cell: TorchCell, op: str, labels: tuple[str, ...],
             for label in labels}
 
 
-def refuse_forward_ad(op: str) -> None:
+def refuse_forward_ad(op: str, prefix: str = "") -> None:
     """Forward-mode AD (torch.func.jvp, jacfwd, torch.autograd.forward_ad's dual tensors) is
     refused while a dual level is open: rnngraph's ops have no forward-mode formula, and
     torch would drop the tangents of a custom op without one, returning zeros. (Inside the
     kernel, torch.func.jvp's inputs no longer show their tangents, so the open level is
-    what tells.)"""
+    what tells.) ``prefix`` goes before ``op`` in the message (made only when it raises)."""
     if _forward_ad._current_level >= 0:
-        raise RuntimeError(f"{op}: forward-mode AD (torch.func.jvp, jacfwd, "
+        raise RuntimeError(f"{prefix}{op}: forward-mode AD (torch.func.jvp, jacfwd, "
                            "torch.autograd.forward_ad) is not supported: rnngraph's ops have "
                            "no forward-mode formula; use reverse mode (backward, "
                            "torch.autograd.grad)")
