@@ -1,11 +1,13 @@
-"""The time loops' work splits side by side (cpp/src/driver/work_split.hpp): each row's step
-(ours.make_step) with the split the thresholds choose and with each forced one
-(rnngraph._native.core._force_paths), alternating in one process, --rounds times, so a slow
-spell of the machine falls on every split alike.
+"""The time loops' forced paths side by side: each row's step (ours.make_step) with the path
+the thresholds choose and with each forced one (rnngraph._native.core._force_paths),
+alternating in one process, --rounds times, so a slow spell of the machine falls on every
+path alike. --path split (the default) compares work splits (cpp/src/driver/work_split.hpp);
+--path sweep compares which way the steps sweep the weight panels (Direction::swept).
 
     python3 benchmarks/split_ab.py --rows 10,13 --threads 8 --splits auto team rows --rounds 4
+    python3 benchmarks/split_ab.py --path sweep --splits alternating ascending --rows 4,5,6
 
-Prints per (row, threads, split) the median of each round's median, in ms, and the rounds.
+Prints per (row, threads, path) the median of each round's median, in ms, and the rounds.
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rows", default="10,13")
     p.add_argument("--threads", nargs="+", type=int, default=[8])
-    p.add_argument("--splits", nargs="+", default=["auto", "team", "rows"])
+    p.add_argument("--path", default="split", choices=["split", "sweep"])
+    p.add_argument("--splits", nargs="+", default=["auto", "team", "rows"],
+                   help="the values of --path to compare")
     p.add_argument("--rounds", type=int, default=4)
     p.add_argument("--budget", type=float, default=1.5, help="seconds per measurement")
     a = p.parse_args()
@@ -36,11 +40,11 @@ def main() -> None:
             rounds: dict[str, list[float]] = {s: [] for s in a.splits}
             for _ in range(a.rounds):
                 for split in a.splits:
-                    core._force_paths(split=split)
+                    core._force_paths(**{a.path: split})
                     rounds[split].append(measure(step, budget_s=a.budget)["median_ms"])
             core._force_paths()
             for split, ms in rounds.items():
-                print(f"row {row.id:2d} @{n:2d} {split:6s} {statistics.median(ms):9.3f} ms   "
+                print(f"row {row.id:2d} @{n:2d} {split:11s} {statistics.median(ms):9.3f} ms   "
                       + " ".join(f"{m:.3f}" for m in ms), flush=True)
 
 

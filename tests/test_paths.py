@@ -22,7 +22,7 @@ from toolkit import (
     reference,
     signals,
 )
-from toolkit.paths import PRODUCTS, SPLITS, TILES, forced_paths
+from toolkit.paths import PRODUCTS, SPLITS, SWEEPS, TILES, forced_paths
 
 # N = 7 rows: every tile takes whole blocks and a remainder; H = 40: several panels per gate
 # (float32 and float64), so threads sharing a step get different columns.
@@ -87,10 +87,44 @@ def test_each_work_split(case, split, product, threads, rng):
     check_path(case, rng, threads, product=product, split=split)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("sweep", SWEEPS)
+@pytest.mark.parametrize("split", SPLITS)
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_each_sweep_of_the_weight_panels(case, split, sweep, threads, rng):
+    check_path(case, rng, threads, product="packed", split=split, sweep=sweep)
+
+
+# T = 5 steps, H = 72: with float32 and AVX-512, 5 one-vector panels a gate (3 with AVX2's
+# two-vector panels), so the three-panel tile of one row leaves a panel at the end it sweeps
+# towards; N = 1 (few), 5 (some) and 20 (many rows, copied into the tile's layout).
+@pytest.mark.parametrize("split", SPLITS)
+@pytest.mark.parametrize("N", [1, 5, 20])
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_the_sweeps_way_changes_no_bit(case, N, split, rng):
+    """Sweeping the weight panels from either end in turn (the default) gives the same bits
+    as sweeping every step from the front: each element of a product is summed the same way,
+    whichever end its panel is reached from."""
+    sized = case.but(T=5, N=N, I=9, H=72, dtype="float32")
+    x = make_inputs(sized, rng, scale=0.5)
+    sig = signals(sized, rng)
+    results = {}
+    for sweep in SWEEPS:
+        with blas_threads(2), forced_paths(product="packed", split=split, sweep=sweep):
+            results[sweep] = {**forward(sized, x), **gradients(sized, x, sig)}
+    alternating, ascending = results["alternating"], results["ascending"]
+    assert alternating.keys() == ascending.keys()
+    for name, value in alternating.items():
+        np.testing.assert_array_equal(value, ascending[name], err_msg=name)
+
+
 def test_forced_paths_are_given_back():
     from rnngraph._native import core
 
-    with pytest.raises(RuntimeError), forced_paths(product="dot", tile="few", split="team"):
-        assert core._forced_paths() == {"product": "dot", "tile": "few", "split": "team"}
+    with pytest.raises(RuntimeError), forced_paths(product="dot", tile="few", split="team",
+                                                   sweep="ascending"):
+        assert core._forced_paths() == {"product": "dot", "tile": "few", "split": "team",
+                                        "sweep": "ascending"}
         raise RuntimeError
-    assert core._forced_paths() == {"product": "auto", "tile": "auto", "split": "auto"}
+    assert core._forced_paths() == {"product": "auto", "tile": "auto", "split": "auto",
+                                    "sweep": "auto"}

@@ -7,7 +7,7 @@
 namespace rnngraph {
 namespace {
 
-std::atomic<int> product{0}, tile{0}, split{0};
+std::atomic<int> product{0}, tile{0}, split{0}, sweep{0};
 
 }  // namespace
 
@@ -15,6 +15,7 @@ void force_paths(const ForcedPaths& paths) {
   product.store(static_cast<int>(paths.product), std::memory_order_relaxed);
   tile.store(static_cast<int>(paths.tile), std::memory_order_relaxed);
   split.store(static_cast<int>(paths.split), std::memory_order_relaxed);
+  sweep.store(static_cast<int>(paths.sweep), std::memory_order_relaxed);
 }
 
 ForcedPaths forced_paths() {
@@ -22,6 +23,7 @@ ForcedPaths forced_paths() {
   p.product = static_cast<ProductPath>(product.load(std::memory_order_relaxed));
   p.tile = static_cast<TilePath>(tile.load(std::memory_order_relaxed));
   p.split = static_cast<SplitPath>(split.load(std::memory_order_relaxed));
+  p.sweep = static_cast<SweepPath>(sweep.load(std::memory_order_relaxed));
   return p;
 }
 

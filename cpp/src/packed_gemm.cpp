@@ -146,16 +146,22 @@ const S* pack_rows(Index m, Index kc, const S* a, Index lda) {
   return buffer.data();
 }
 
-// Panels [first, last) NP at a time, all rows of A per group of panels (the panels stay in
-// cache while the rows pass over them). (Cutting k into L1-sized pieces measured slower.)
-// With `packed_rows` A is first packed by pack_rows.
+// Panels [lo, hi) NP at a time (whole groups; first: the panel c points at), all rows of A
+// per group of panels (the panels stay in cache while the rows pass over them), from the
+// front, or from the back when `descending` (packed_gemm). (Cutting k into L1-sized pieces
+// measured slower.) With `packed_rows` A is first packed by pack_rows. Returns the end of
+// the panels it left, fewer than NP: [returned, hi) from the front, [lo, returned) from the
+// back.
 template <class S, int MR, int NP, int NV>
 Index panel_sweep(Index m, Index k0, Index kc, const S* a, Index lda, bool packed_rows,
-                  const PackedPanels<S>& b, Index first, Index i, Index last, S beta, S* c,
-                  Index ldc) {
-  if (packed_rows && i + NP <= last) a = pack_rows<S, MR>(m, kc, a, lda);
+                  const PackedPanels<S>& b, Index first, Index lo, Index hi, bool descending,
+                  S beta, S* c, Index ldc) {
+  const Index groups = (hi - lo) / NP;
+  if (packed_rows && groups > 0) a = pack_rows<S, MR>(m, kc, a, lda);
   const Index c0 = b.first_column(first);
-  for (; i + NP <= last; i += NP) {
+  for (Index group = 0; group < groups; ++group) {
+    const Index i = descending ? hi - (group + 1) * NP : lo + group * NP;
+    const Index next = descending ? i - 1 : i + 1;  // the panel swept next (NP = 1)
     const S* panels[NP];
     Index cols[NP], offset[NP];
     for (int q = 0; q < NP; ++q) {
@@ -169,7 +175,7 @@ Index panel_sweep(Index m, Index k0, Index kc, const S* a, Index lda, bool packe
       with_rows<MR>(tiles.rows(t), [&](auto mr) {
         constexpr int R = decltype(mr)::value;
         const S* ahead =
-            NP == 1 && i0 == 0 && i + 1 < last ? b.panel(i + 1) + k0 * b.width : nullptr;
+            NP == 1 && i0 == 0 && group + 1 < groups ? b.panel(next) + k0 * b.width : nullptr;
         // The two runtime choices as the template's constants.
         auto run = [&](auto packed, auto prefetch) {
           constexpr bool P = decltype(packed)::value;
@@ -186,7 +192,7 @@ Index panel_sweep(Index m, Index k0, Index kc, const S* a, Index lda, bool packe
       });
     }
   }
-  return i;
+  return descending ? hi - groups * NP : lo + groups * NP;
 }
 
 // dst[p·W + j] = src[p·p_stride + j·j_stride] for p in [p0, p1), j in [j0, j1).
@@ -259,27 +265,29 @@ void pack_panels(const S* src, Index p_stride, Index j_stride, Index k, Index gr
 
 template <class S>
 void packed_gemm(Index m, Index k0, Index kc, const S* a, Index lda, const PackedPanels<S>& b,
-                 Index first, Index last, S beta, S* c, Index ldc) {
+                 Index first, Index last, S beta, S* c, Index ldc, bool descending) {
   if (m <= 0 || last <= first) return;
   // A's rows are copied into the tile's layout (pack_rows) when the copy serves enough
   // panels (tuning.hpp, kCopyRowsMinPanels); a team's item, a few panels, reads them in place.
   const bool copy_rows = last - first >= tuning::kCopyRowsMinPanels;
   auto sweep = [&](auto nv) {
     constexpr int NV = decltype(nv)::value;
-    Index i = first;
+    Index lo = first, hi = last;  // the panels not swept yet
+    // What a wider tile leaves, it leaves at the end it sweeps towards.
+    auto left = [&](Index end) { (descending ? hi : lo) = end; };
     const TilePath tile = tile_for(m);
     if (tile == TilePath::few) {
       // One or two rows: three panels at once give enough independent accumulators to hide
       // the FMA latency of this bandwidth-bound product.
-      i = panel_sweep<S, kFewRows, 3, NV>(m, k0, kc, a, lda, false, b, first, i, last, beta, c,
-                                          ldc);
+      left(panel_sweep<S, kFewRows, 3, NV>(m, k0, kc, a, lda, false, b, first, lo, hi, descending,
+                                           beta, c, ldc));
     } else if (tile == TilePath::some) {
-      i = panel_sweep<S, kSomeRows, 2, NV>(m, k0, kc, a, lda, copy_rows, b, first, i, last, beta, c,
-                                           ldc);
+      left(panel_sweep<S, kSomeRows, 2, NV>(m, k0, kc, a, lda, copy_rows, b, first, lo, hi,
+                                            descending, beta, c, ldc));
     }
     // The many-row tile, and the panels left over by a wider tile.
-    panel_sweep<S, kTileRows<NV>, 1, NV>(m, k0, kc, a, lda, copy_rows && m > kFewRows, b, first, i,
-                                         last, beta, c, ldc);
+    panel_sweep<S, kTileRows<NV>, 1, NV>(m, k0, kc, a, lda, copy_rows && m > kFewRows, b, first, lo,
+                                         hi, descending, beta, c, ldc);
   };
   simd::with_rows<kPanelVectors>(b.width / Vec<S>::lanes, sweep);
 }
@@ -289,9 +297,10 @@ template void pack_panels<float>(const float*, Index, Index, Index, Index, Index
 template void pack_panels<double>(const double*, Index, Index, Index, Index, Index,
                                   PackedPanels<double>&);
 template void packed_gemm<float>(Index, Index, Index, const float*, Index,
-                                 const PackedPanels<float>&, Index, Index, float, float*, Index);
+                                 const PackedPanels<float>&, Index, Index, float, float*, Index,
+                                 bool);
 template void packed_gemm<double>(Index, Index, Index, const double*, Index,
-                                  const PackedPanels<double>&, Index, Index, double, double*,
-                                  Index);
+                                  const PackedPanels<double>&, Index, Index, double, double*, Index,
+                                  bool);
 
 }  // namespace rnngraph

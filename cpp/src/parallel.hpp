@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <utility>
 
 #include "rnngraph/threads.hpp"
@@ -67,14 +68,18 @@ void parallel_for(Index count, Body&& body, bool parallel = true) {
 // A team of up to `team` threads runs `phases` phases in order: phase p has items(p) items
 // (at most 65535), and run(p, first, last, slot) runs the items [first, last) of phase p
 // on the thread holding `slot` (0 .. team - 1, for per-thread scratch). Phase p + 1 starts
-// once every item of phase p is done. Exceptions as in parallel_for.
+// once every item of phase p is done. `from_back(p)`: the threads claim the items of phase
+// p from the back of their shares (runtime::JobWork::from_back); by default from the front.
+// Exceptions as in parallel_for.
 template <class Items, class Run>
-void parallel_phases(int team, Index phases, Items&& items, Run&& run) {
+void parallel_phases(int team, Index phases, Items&& items, Run&& run,
+                     std::function<bool(Index)> from_back = {}) {
   runtime::JobWork work;
   work.team = in_parallel_part() ? 1 : team;
   work.phases = phases;
   work.items = [&](Index p) { return static_cast<Index>(items(p)); };
   work.run = [&](Index p, Index first, Index last, int slot) { run(p, first, last, slot); };
+  work.from_back = std::move(from_back);
   runtime::run_job(std::move(work));
 }
 

@@ -161,12 +161,14 @@ def _set_host_pool_fall_back(on: bool) -> None:
     """For measurements: whether a stalling adopted pool rests (the default: True)."""
 
 # For tests and measurements.
-def _force_paths(*, product: str = "auto", tile: str = "auto", split: str = "auto") -> None:
+def _force_paths(*, product: str = "auto", tile: str = "auto", split: str = "auto",
+                 sweep: str = "auto") -> None:
     """Force the step product (auto, packed, dot, blas, small), the panel tile (auto, few,
-    some, many) and the work split (auto, serial, rows, team), process-wide."""
+    some, many), the work split (auto, serial, rows, team) and the time loops' sweep of the
+    weight panels (auto, alternating, ascending), process-wide."""
 
 def _forced_paths() -> dict[str, str]:
-    """The paths _force_paths set: {'product', 'tile', 'split'}."""
+    """The paths _force_paths set: {'product', 'tile', 'split', 'sweep'}."""
 
 def _profile() -> dict[str, tuple[float, int]]:
     """For measurements: {section: (seconds, entries)} since the last reset."""

@@ -50,22 +50,29 @@ const std::initializer_list<std::pair<const char*, SplitPath>> kSplits = {
     {"serial", SplitPath::serial},
     {"rows", SplitPath::rows},
     {"team", SplitPath::team}};
+const std::initializer_list<std::pair<const char*, SweepPath>> kSweeps = {
+    {"auto", SweepPath::automatic},
+    {"alternating", SweepPath::alternating},
+    {"ascending", SweepPath::ascending}};
 
 void bind_paths(py::module_& m) {
   m.def(
       "_force_paths",
-      [](const std::string& product, const std::string& tile, const std::string& split) {
+      [](const std::string& product, const std::string& tile, const std::string& split,
+         const std::string& sweep) {
         ForcedPaths p;
         p.product = path_from("product", product, kProducts);
         p.tile = path_from("tile", tile, kTiles);
         p.split = path_from("split", split, kSplits);
+        p.sweep = path_from("sweep", sweep, kSweeps);
         force_paths(p);
       },
       py::kw_only(), py::arg("product") = "auto", py::arg("tile") = "auto",
-      py::arg("split") = "auto",
+      py::arg("split") = "auto", py::arg("sweep") = "auto",
       "For tests: select the forward step's product kernel (auto, packed, dot, blas, small), the\n"
-      "panel kernel's tile (auto, few, some, many) and the work split (auto, serial, rows,\n"
-      "team) regardless of shape, process-wide; 'auto' leaves the choice to the thresholds.");
+      "panel kernel's tile (auto, few, some, many), the work split (auto, serial, rows, team)\n"
+      "and the time loops' sweep of the weight panels (auto, alternating, ascending) regardless\n"
+      "of shape, process-wide; 'auto' leaves the choice to the thresholds.");
   m.def(
       "_forced_paths",
       [] {
@@ -74,9 +81,10 @@ void bind_paths(py::module_& m) {
         d["product"] = path_name(p.product, kProducts);
         d["tile"] = path_name(p.tile, kTiles);
         d["split"] = path_name(p.split, kSplits);
+        d["sweep"] = path_name(p.sweep, kSweeps);
         return d;
       },
-      "The paths _force_paths set: {'product', 'tile', 'split'}.");
+      "The paths _force_paths set: {'product', 'tile', 'split', 'sweep'}.");
   m.def(
       "_profile",
       [] {

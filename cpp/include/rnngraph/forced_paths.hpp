@@ -37,10 +37,19 @@ enum class SplitPath : int {
   team,    // the threads share each step of one direction (columns, then rows), barriers
 };
 
+// Which way a time loop's steps sweep the packed weight panels (driver/direction.hpp,
+// Direction::swept).
+enum class SweepPath : int {
+  automatic = 0,  // alternating
+  alternating,    // every other step from the back, so each starts on what the last read
+  ascending,      // every step from the front (for measurements: what alternating saves)
+};
+
 struct ForcedPaths {
   ProductPath product = ProductPath::automatic;
   TilePath tile = TilePath::automatic;
   SplitPath split = SplitPath::automatic;
+  SweepPath sweep = SweepPath::automatic;
 };
 
 void force_paths(const ForcedPaths& paths);

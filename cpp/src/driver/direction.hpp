@@ -10,6 +10,14 @@
 
 namespace rnngraph {
 
+// Whether the products of a time loop's k-th processed step sweep the packed weight panels
+// from the back (Direction::swept); a team's slots then claim that step's product items
+// from the back of their shares too (team_loops.hpp), so each thread starts the step on
+// the panels it read last.
+inline bool sweeps_from_back(Index k) {
+  return k % 2 == 1 && forced_paths().sweep != SweepPath::ascending;
+}
+
 template <class S>
 struct Direction {
   int d = 0;                         // 0: forward block, 1: reverse block of a bidirectional op
@@ -24,6 +32,7 @@ struct Direction {
   const S* peephole = nullptr;                       // [4H] (LSTM)
   const S* secondaryBias = nullptr;                  // [H] (GRU)
   const S* mask = nullptr;  // [T, N, D·H] at this direction's block, or nullptr
+  bool descending = false;  // the products sweep the packed panels from the back (swept)
 
   Index time(Index k) const { return reversed ? T - 1 - k : k; }  // k-th processed step
   Index previous(Index t) const { return reversed ? t + 1 : t - 1; }
@@ -43,7 +52,7 @@ struct Direction {
   // (gemm.cpp picks, unless a product path is forced).
   void times_units_t(Index rows, Index u0, Index u1, const S* A, Index lda, S* C, Index ldc) const {
     if (weight_t_panels) {
-      packed_gemm(rows, 0, H, A, lda, *weight_t_panels, u0, u1, S(0), C, ldc);
+      packed_gemm(rows, 0, H, A, lda, *weight_t_panels, u0, u1, S(0), C, ldc, descending);
     } else {
       gemm_with(product, Trans::no, Trans::yes, rows, u1 - u0, H, S(1), A, lda,
                 recurrentWeight + u0 * H, H, S(0), C, ldc);
@@ -63,7 +72,16 @@ struct Direction {
     if (col1 < 0) col1 = H;
     const Index w = weight_panels->width;
     packed_gemm(rows, g0 * H, gates * H, A, lda, *weight_panels, col0 / w, (col1 + w - 1) / w, beta,
-                C + col0, ldc);
+                C + col0, ldc, descending);
+  }
+  // This direction for the k-th processed step of a time loop: on every other step its
+  // products sweep the packed weight panels from the back (packed_gemm), so that each step
+  // starts on the panels the step before read last. A thread whose share of R is larger than
+  // its L2 cache then finds that much of it there instead of reading all of it from L3.
+  Direction swept(Index k) const {
+    Direction out = *this;
+    out.descending = sweeps_from_back(k);
+    return out;
   }
   // The same direction restricted to batch rows [row0, row0 + count).
   Direction rows(Index row0, Index count) const {

@@ -66,11 +66,12 @@ void Job::open_phase(Index phase) {
     shares_[static_cast<size_t>(o)].range.store(pack(tag, front, back), std::memory_order_relaxed);
   }
   remaining_.store(n, std::memory_order_relaxed);
-  phase_.store_and_wake(tag);  // publishes the shares and the count with it
+  owners_from_back_.store(work_.from_back && work_.from_back(phase), std::memory_order_relaxed);
+  phase_.store_and_wake(tag);  // publishes the shares, the count and the direction with it
 }
 
-// Claims items of `share` in `phase`, half of what is left: from the front (its owner) or
-// from the back (another slot taking over).
+// Claims items of `share` in `phase`, half of what is left at one end (its owner's, or the
+// other for another slot taking over; Job::claim).
 bool Job::take(Share& share, std::uint32_t phase, bool from_back, Index& first, Index& last) {
   std::uint64_t v = share.range.load(std::memory_order_acquire);
   for (;;) {
@@ -89,7 +90,9 @@ bool Job::take(Share& share, std::uint32_t phase, bool from_back, Index& first, 
 }
 
 bool Job::claim(int slot, std::uint32_t phase, Index& first, Index& last) {
-  if (take(shares_[static_cast<size_t>(slot)], phase, false, first, last)) return true;
+  // (A direction read after the phase moved on goes with shares of another tag: take fails.)
+  const bool owner_back = owners_from_back_.load(std::memory_order_relaxed);
+  if (take(shares_[static_cast<size_t>(slot)], phase, owner_back, first, last)) return true;
   for (;;) {  // the unclaimed items of the share with the most left
     Share* fullest = nullptr;
     Index most = 0;
@@ -101,7 +104,7 @@ bool Job::claim(int slot, std::uint32_t phase, Index& first, Index& last) {
       }
     }
     if (!fullest) return false;
-    if (take(*fullest, phase, true, first, last)) return true;
+    if (take(*fullest, phase, !owner_back, first, last)) return true;
   }
 }
 

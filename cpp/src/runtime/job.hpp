@@ -31,6 +31,11 @@ struct JobWork {
   std::function<Index(Index phase)> items;  // items of a phase (0: the phase is skipped)
   // Runs the items [first, last) of a phase on the thread that holds `slot`.
   std::function<void(Index phase, Index first, Index last, int slot)> run;
+  // Whether the slots claim their own shares of a phase from the back (and take over others'
+  // from the front); empty: never. A time loop whose items sweep the weights from the back on
+  // every other step (Direction::swept) claims them that way too, so that each thread starts
+  // the step on the part of its share it read last.
+  std::function<bool(Index phase)> from_back;
 };
 
 class Job {
@@ -73,6 +78,7 @@ class Job {
   JobWork work_;
   std::vector<Share> shares_;
   alignas(64) WaitWord phase_;
+  std::atomic<bool> owners_from_back_{false};    // the current phase's (JobWork::from_back)
   alignas(64) std::atomic<Index> remaining_{0};  // unfinished items of the current phase
   alignas(64) std::atomic<int> joined_{1};       // slots reserved, the caller's included
   std::atomic<bool> failed_{false};
