@@ -38,8 +38,8 @@ void forward_rows(const Cell& cell, const RNNShape& s, const ForwardArgs<S>& a,
       step.ld_hm = step.ld_hp;
     }
     // One GEMM per step over every recurrent gate: Q = hm·Rᵀ, [N, H] x [H, G·H], sweeping
-    // Rᵀ's panels from either end in turn (Direction::swept).
-    const Direction<S> swept = dir.swept(k);
+    // Rᵀ's panels from either end in turn (step_direction).
+    const Direction<S> swept = step_direction(cell, dir, k);
     swept.times_weight_t(N, 0, cell.recurrent_gates(), step.hm, step.ld_hm, step.q, GH);
     run_forward_step(cell, swept, step);
   }
@@ -76,7 +76,7 @@ void backward_rows(const Cell& cell, const RNNShape& s, const GradientArgs<S>& a
     step.dhm = dhm.data();
     step.dhp = dhp.data();
     step.scratch = step_scratch.data();
-    const Direction<S> swept = dir.swept(k);  // (R's panels from either end in turn)
+    const Direction<S> swept = step_direction(cell, dir, k);  // (R's panels either way)
     run_backward_step(cell, swept, step, views);
     gradient_to_previous(cell, swept, N, step.dq, state.ld_dxp, dhm.data(), dhp.data(),
                          a.mask ? dir.mask_at(t) : nullptr, DH, dh_next.data(), 0, H);

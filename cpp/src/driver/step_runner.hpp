@@ -7,6 +7,25 @@
 
 namespace rnngraph::detail {
 
+// Whether the products of the k-th processed step of `cell`'s time loop sweep R's panels from
+// the back (sweeps_from_back: every other step, so that a step starts on the panels the step
+// before read last). Never for a step with a dependent product (a reset-before GRU): its
+// second product reads R's last gate after the first has read the others, so no order of the
+// panels lets one step start where the last ended, and alternating measured slower: row 15
+// on one thread of the 2-core AMD EPYC (Zen 4), 5 alternating rounds, ascending 109-120 ms
+// against 115-163 (results/sweep-ab-2cores-2026-11-28.txt).
+template <class Cell>
+bool step_sweeps_from_back(const Cell& cell, Index k) {
+  return !cell.uses_dependent_product() && sweeps_from_back(k);
+}
+
+// The direction whose products the k-th processed step of `cell`'s time loop runs
+// (Direction::swept, step_sweeps_from_back).
+template <class Cell, class S>
+Direction<S> step_direction(const Cell& cell, const Direction<S>& dir, Index k) {
+  return cell.uses_dependent_product() ? dir : dir.swept(k);
+}
+
 template <class Cell, class S>
 void run_forward_step(const Cell& cell, const Direction<S>& dir, const ForwardStep<S>& st) {
   if constexpr (Cell::has_dependent_product) {

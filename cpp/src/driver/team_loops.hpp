@@ -134,8 +134,8 @@ void forward_team_by_units(const Cell& cell, const RNNShape& s, const ForwardArg
       }
     }
     // These units' columns of Q in every gate; on every other step from the last gate's
-    // last panel back (Direction::swept; the items are claimed from the back then too).
-    const Direction<S> swept = dir.swept(k);
+    // last panel back (step_direction; the items are claimed from the back then too).
+    const Direction<S> swept = step_direction(cell, dir, k);
     for (int i = 0; i < gates; ++i) {
       const int g = swept.descending ? gates - 1 - i : i;
       const Index u0 = g * per_gate + p0;
@@ -149,8 +149,9 @@ void forward_team_by_units(const Cell& cell, const RNNShape& s, const ForwardArg
       mask_previous(dir, seqs, k + 1, masked_at(k + 1), 0, N, step.col0, step.col1);
     }
   };
-  parallel_phases(team, 1 + T, items, run,
-                  [](Index phase) { return phase >= 1 && sweeps_from_back(phase - 1); });
+  parallel_phases(team, 1 + T, items, run, [&](Index phase) {
+    return phase >= 1 && step_sweeps_from_back(cell, phase - 1);
+  });
 }
 
 // One direction shared by `team` threads. Phase 0 masks the initial state; then step k is
@@ -189,9 +190,10 @@ void forward_team(const Cell& cell, const RNNShape& s, const ForwardArgs<S>& a,
     const Index k = (phase - 1) / 2, t = dir.time(k);
     const ForwardStep<S> all = seqs.step(dir, k, t, 0);
     const auto [hm, ld_hm] = previous(all);
-    if (phase % 2 == 1) {  // these units' gate columns of Q (Direction::swept)
+    if (phase % 2 == 1) {  // these units' gate columns of Q (step_direction)
       const Index u0 = units * first / unit_items, u1 = units * last / unit_items;
-      dir.swept(k).times_units_t(N, u0, u1, hm, ld_hm, recurrent.data() + dir.unit_column(u0), GH);
+      step_direction(cell, dir, k)
+          .times_units_t(N, u0, u1, hm, ld_hm, recurrent.data() + dir.unit_column(u0), GH);
       return;
     }
     const Index r0 = first, rows = last - first;  // these rows' element-wise step
@@ -204,8 +206,9 @@ void forward_team(const Cell& cell, const RNNShape& s, const ForwardArgs<S>& a,
     run_forward_step(cell, mine, step);
     if (a.mask && k + 1 < T) mask_rows(k + 1, r0, rows);
   };
-  parallel_phases(team, 1 + 2 * T, items, run,
-                  [](Index phase) { return phase % 2 == 1 && sweeps_from_back((phase - 1) / 2); });
+  parallel_phases(team, 1 + 2 * T, items, run, [&](Index phase) {
+    return phase % 2 == 1 && step_sweeps_from_back(cell, (phase - 1) / 2);
+  });
 }
 
 // The backward loop of one direction shared by `team` threads: step k is phase 2j (j-th
@@ -244,14 +247,15 @@ void backward_team(const Cell& cell, const RNNShape& s, const GradientArgs<S>& a
       return;
     }
     // these panels' columns of dL/dhm += dQ_t·R, then of the carried gradient
-    // (Direction::swept: the j-th processed step, j = phase / 2)
+    // (step_direction: the j-th processed step, j = phase / 2)
     const Index col0 = first * width, col1 = std::min(H, last * width);
-    gradient_to_previous(cell, dir.swept(phase / 2), N, state.dq_all + t * N * ld, ld, dhm.data(),
-                         dhp.data(), a.mask ? dir.mask_at(t) : nullptr, DH, carry.data(), col0,
-                         col1);
+    gradient_to_previous(cell, step_direction(cell, dir, phase / 2), N, state.dq_all + t * N * ld,
+                         ld, dhm.data(), dhp.data(), a.mask ? dir.mask_at(t) : nullptr, DH,
+                         carry.data(), col0, col1);
   };
-  parallel_phases(team, 2 * T, items, run,
-                  [](Index phase) { return phase % 2 == 1 && sweeps_from_back(phase / 2); });
+  parallel_phases(team, 2 * T, items, run, [&](Index phase) {
+    return phase % 2 == 1 && step_sweeps_from_back(cell, phase / 2);
+  });
   if (a.initStateGrad) block(a.initStateGrad + dH, N, H, DH) = block(carry.data(), N, H, H);
 }
 
