@@ -5,10 +5,11 @@
 //
 // Each item is claimed by exactly one thread, dynamically. A slot (the caller's is 0, the
 // workers' 1 .. team - 1) owns a contiguous share of each phase's items and claims them from
-// the front, so on an idle machine each thread keeps working on the same slice of the
-// weights (which stays in its cache). A thread that has run out of its own share takes the
-// unclaimed items of the share with the most left, from the back: a slot whose thread the OS
-// has descheduled, or that no worker has joined, is finished by the others.
+// the front (or, in a phase that JobWork::from_back names, from the back), so on an idle
+// machine each thread keeps working on the same slice of the weights (which stays in its
+// cache). A thread that has run out of its own share takes the unclaimed items of the share
+// with the most left, from the other end: a slot whose thread the OS has descheduled, or
+// that no worker has joined, is finished by the others.
 #pragma once
 
 #include <atomic>
