@@ -2,7 +2,7 @@
 the thresholds choose and with each forced one (rnngraph._native.core._force_paths),
 alternating in one process, --rounds times, so a slow spell of the machine falls on every
 path alike. --path split (the default) compares work splits (cpp/src/driver/work_split.hpp);
---path sweep compares which way the steps sweep the weight panels (Direction::swept).
+--path sweep compares which way the steps sweep the weight panels (step_direction).
 
     python3 benchmarks/split_ab.py --rows 10,13 --threads 8 --splits auto team rows --rounds 4
     python3 benchmarks/split_ab.py --path sweep --splits alternating ascending --rows 4,5,6
@@ -37,14 +37,14 @@ def main() -> None:
         rg.set_num_threads(n)
         for row in parse_rows(a.rows):
             step = make_step(row)
-            rounds: dict[str, list[float]] = {s: [] for s in a.splits}
+            rounds: dict[str, list[float]] = {value: [] for value in a.splits}
             for _ in range(a.rounds):
-                for split in a.splits:
-                    core._force_paths(**{a.path: split})
-                    rounds[split].append(measure(step, budget_s=a.budget)["median_ms"])
+                for value in a.splits:
+                    core._force_paths(**{a.path: value})
+                    rounds[value].append(measure(step, budget_s=a.budget)["median_ms"])
             core._force_paths()
-            for split, ms in rounds.items():
-                print(f"row {row.id:2d} @{n:2d} {split:11s} {statistics.median(ms):9.3f} ms   "
+            for value, ms in rounds.items():
+                print(f"row {row.id:2d} @{n:2d} {value:11s} {statistics.median(ms):9.3f} ms   "
                       + " ".join(f"{m:.3f}" for m in ms), flush=True)
 
 

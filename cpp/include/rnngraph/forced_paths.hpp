@@ -37,8 +37,8 @@ enum class SplitPath : int {
   team,    // the threads share each step of one direction (columns, then rows), barriers
 };
 
-// Which way a time loop's steps sweep the packed weight panels (driver/direction.hpp,
-// Direction::swept).
+// Which way a time loop's steps sweep the packed weight panels (driver/step_runner.hpp,
+// step_sweeps_from_back).
 enum class SweepPath : int {
   automatic = 0,  // alternating
   alternating,    // every other step from the back, so each starts on what the last read

@@ -10,14 +10,6 @@
 
 namespace rnngraph {
 
-// Whether the products of a time loop's k-th processed step sweep the packed weight panels
-// from the back (Direction::swept); a team's slots then claim that step's product items
-// from the back of their shares too (team_loops.hpp), so each thread starts the step on
-// the panels it read last.
-inline bool sweeps_from_back(Index k) {
-  return k % 2 == 1 && forced_paths().sweep != SweepPath::ascending;
-}
-
 template <class S>
 struct Direction {
   int d = 0;                         // 0: forward block, 1: reverse block of a bidirectional op
@@ -32,7 +24,8 @@ struct Direction {
   const S* peephole = nullptr;                       // [4H] (LSTM)
   const S* secondaryBias = nullptr;                  // [H] (GRU)
   const S* mask = nullptr;  // [T, N, D·H] at this direction's block, or nullptr
-  bool descending = false;  // the products sweep the packed panels from the back (swept)
+  bool descending = false;  // the products sweep the packed panels from the back
+                            // (detail::step_direction: every other step of a time loop)
 
   Index time(Index k) const { return reversed ? T - 1 - k : k; }  // k-th processed step
   Index previous(Index t) const { return reversed ? t + 1 : t - 1; }
@@ -73,15 +66,6 @@ struct Direction {
     const Index w = weight_panels->width;
     packed_gemm(rows, g0 * H, gates * H, A, lda, *weight_panels, col0 / w, (col1 + w - 1) / w, beta,
                 C + col0, ldc, descending);
-  }
-  // This direction for the k-th processed step of a time loop: on every other step its
-  // products sweep the packed weight panels from the back (packed_gemm), so that each step
-  // starts on the panels the step before read last. A thread whose share of R is larger than
-  // its L2 cache then finds that much of it there instead of reading all of it from L3.
-  Direction swept(Index k) const {
-    Direction out = *this;
-    out.descending = sweeps_from_back(k);
-    return out;
   }
   // The same direction restricted to batch rows [row0, row0 + count).
   Direction rows(Index row0, Index count) const {

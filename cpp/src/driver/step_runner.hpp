@@ -4,26 +4,33 @@
 #pragma once
 
 #include "cell.hpp"
+#include "rnngraph/forced_paths.hpp"
 
 namespace rnngraph::detail {
 
-// Whether the products of the k-th processed step of `cell`'s time loop sweep R's panels from
-// the back (sweeps_from_back: every other step, so that a step starts on the panels the step
-// before read last). Never for a step with a dependent product (a reset-before GRU): its
-// second product reads R's last gate after the first has read the others, so no order of the
-// panels lets one step start where the last ended, and alternating measured slower: row 15
-// on one thread of the 2-core AMD EPYC (Zen 4), 5 alternating rounds, ascending 109-120 ms
-// against 115-163 (results/sweep-ab-2cores-2026-11-28.txt).
+// Whether the products of the k-th processed step of `cell`'s time loop sweep R's packed
+// panels from the back: every other step, so that a step starts on the panels the step
+// before read last, which a thread whose share of R is larger than its L2 then finds there
+// instead of in L3 (docs/runtime.md); a team's slots claim that step's product items from
+// the back of their shares too (team_loops.hpp). Never for a step with a dependent product
+// (a reset-before GRU): its second product reads R's last gate after the first has read the
+// others, so no order of the panels lets one step start where the last ended, and
+// alternating measured slower: row 15 on one thread of the 2-core AMD EPYC (Zen 4), 5
+// alternating rounds, ascending 109-120 ms against 115-163
+// (results/sweep-ab-2cores-2026-11-28.txt). _force_paths(sweep="ascending"): never.
 template <class Cell>
 bool step_sweeps_from_back(const Cell& cell, Index k) {
-  return !cell.uses_dependent_product() && sweeps_from_back(k);
+  return k % 2 == 1 && !cell.uses_dependent_product() &&
+         forced_paths().sweep != SweepPath::ascending;
 }
 
-// The direction whose products the k-th processed step of `cell`'s time loop runs
-// (Direction::swept, step_sweeps_from_back).
+// The direction whose products the k-th processed step of `cell`'s time loop runs: `dir`,
+// sweeping from the back when step_sweeps_from_back says so.
 template <class Cell, class S>
 Direction<S> step_direction(const Cell& cell, const Direction<S>& dir, Index k) {
-  return cell.uses_dependent_product() ? dir : dir.swept(k);
+  Direction<S> out = dir;
+  out.descending = step_sweeps_from_back(cell, k);
+  return out;
 }
 
 template <class Cell, class S>

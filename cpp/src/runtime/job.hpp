@@ -34,7 +34,7 @@ struct JobWork {
   std::function<void(Index phase, Index first, Index last, int slot)> run;
   // Whether the slots claim their own shares of a phase from the back (and take over others'
   // from the front); empty: never. A time loop whose items sweep the weights from the back on
-  // every other step (Direction::swept) claims them that way too, so that each thread starts
+  // every other step (driver/step_runner.hpp, step_direction) claims them that way too, so that each thread starts
   // the step on the part of its share it read last.
   std::function<bool(Index phase)> from_back;
 };
