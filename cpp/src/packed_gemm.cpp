@@ -146,28 +146,37 @@ const S* pack_rows(Index m, Index kc, const S* a, Index lda) {
   return buffer.data();
 }
 
-// Panels [lo, hi) NP at a time (whole groups; first: the panel c points at), all rows of A
-// per group of panels (the panels stay in cache while the rows pass over them), from the
-// front, or from the back when `descending` (packed_gemm). (Cutting k into L1-sized pieces
-// measured slower.) With `packed_rows` A is first packed by pack_rows. Returns the end of
-// the panels it left, fewer than NP: [returned, hi) from the front, [lo, returned) from the
-// back.
+// The panels a product takes, in the order of their positions 0, 1, ...: runs of `run`
+// consecutive panels, run r starting at panel start + r·stride. One run is a range of panels;
+// one run per gate is the same units of every gate (packed_gemm_units).
+struct PanelRuns {
+  Index start, run, stride;
+  Index at(Index position) const { return start + position / run * stride + position % run; }
+};
+
+// The panels at positions [lo, hi) of `order`, NP at a time (whole groups; c points at B's
+// column c0), all rows of A per group of panels (the panels stay in cache while the rows pass
+// over them), from the front, or from the back when `descending` (packed_gemm). A group may
+// take panels of different runs: each C element is summed over p on its own, whichever panels
+// share its tile. (Cutting k into L1-sized pieces measured slower.) With `packed_rows` A is
+// first packed by pack_rows. Returns the end of the positions it left, fewer than NP:
+// [returned, hi) from the front, [lo, returned) from the back.
 template <class S, int MR, int NP, int NV>
 Index panel_sweep(Index m, Index k0, Index kc, const S* a, Index lda, bool packed_rows,
-                  const PackedPanels<S>& b, Index first, Index lo, Index hi, bool descending,
-                  S beta, S* c, Index ldc) {
+                  const PackedPanels<S>& b, PanelRuns order, Index c0, Index lo, Index hi,
+                  bool descending, S beta, S* c, Index ldc) {
   const Index groups = (hi - lo) / NP;
   if (packed_rows && groups > 0) a = pack_rows<S, MR>(m, kc, a, lda);
-  const Index c0 = b.first_column(first);
   for (Index group = 0; group < groups; ++group) {
     const Index i = descending ? hi - (group + 1) * NP : lo + group * NP;
-    const Index next = descending ? i - 1 : i + 1;  // the panel swept next (NP = 1)
+    const Index next = order.at(descending ? i - 1 : i + 1);  // the panel swept next (NP = 1)
     const S* panels[NP];
     Index cols[NP], offset[NP];
     for (int q = 0; q < NP; ++q) {
-      panels[q] = b.panel(i + q) + k0 * b.width;
-      cols[q] = b.columns(i + q);
-      offset[q] = b.first_column(i + q) - c0;
+      const Index panel = order.at(i + q);
+      panels[q] = b.panel(panel) + k0 * b.width;
+      cols[q] = b.columns(panel);
+      offset[q] = b.first_column(panel) - c0;
     }
     const RowTiles tiles(m, MR);
     for (Index t = 0; t < tiles.tiles; ++t) {
@@ -193,6 +202,40 @@ Index panel_sweep(Index m, Index k0, Index kc, const S* a, Index lda, bool packe
     }
   }
   return descending ? hi - groups * NP : lo + groups * NP;
+}
+
+// The product over the `count` panels of `order` (c points at B's column c0): packed_gemm.
+template <class S>
+void sweep_panels(Index m, Index k0, Index kc, const S* a, Index lda, const PackedPanels<S>& b,
+                  PanelRuns order, Index count, Index c0, S beta, S* c, Index ldc,
+                  bool descending) {
+  if (m <= 0 || count <= 0) return;
+  // A's rows are copied into the tile's layout (pack_rows) when the copy serves enough
+  // panels (tuning.hpp, kCopyRowsMinPanels); a team's item, a few panels, reads them in place.
+  const bool copy_rows = count >= tuning::kCopyRowsMinPanels;
+  auto sweep = [&](auto nv) {
+    constexpr int NV = decltype(nv)::value;
+    Index lo = 0, hi = count;  // the positions not swept yet
+    // What a wider tile leaves, it leaves at the end it sweeps towards.
+    auto left = [&](Index end) { (descending ? hi : lo) = end; };
+    const TilePath tile = tile_for(m);
+    if (tile == TilePath::few) {
+      // One or two rows: three panels at once give enough independent accumulators to hide
+      // the FMA latency of this bandwidth-bound product, and two panels left over still
+      // twice as many as one (a team's items leave them: tuning.hpp, kTeamRunPanels).
+      left(panel_sweep<S, kFewRows, 3, NV>(m, k0, kc, a, lda, false, b, order, c0, lo, hi,
+                                           descending, beta, c, ldc));
+      left(panel_sweep<S, kFewRows, 2, NV>(m, k0, kc, a, lda, false, b, order, c0, lo, hi,
+                                           descending, beta, c, ldc));
+    } else if (tile == TilePath::some) {
+      left(panel_sweep<S, kSomeRows, 2, NV>(m, k0, kc, a, lda, copy_rows, b, order, c0, lo, hi,
+                                            descending, beta, c, ldc));
+    }
+    // The many-row tile, and the panels left over by a wider tile.
+    panel_sweep<S, kTileRows<NV>, 1, NV>(m, k0, kc, a, lda, copy_rows && m > kFewRows, b, order, c0,
+                                         lo, hi, descending, beta, c, ldc);
+  };
+  simd::with_rows<kPanelVectors>(b.width / Vec<S>::lanes, sweep);
 }
 
 // dst[p·W + j] = src[p·p_stride + j·j_stride] for p in [p0, p1), j in [j0, j1).
@@ -266,30 +309,16 @@ void pack_panels(const S* src, Index p_stride, Index j_stride, Index k, Index gr
 template <class S>
 void packed_gemm(Index m, Index k0, Index kc, const S* a, Index lda, const PackedPanels<S>& b,
                  Index first, Index last, S beta, S* c, Index ldc, bool descending) {
-  if (m <= 0 || last <= first) return;
-  // A's rows are copied into the tile's layout (pack_rows) when the copy serves enough
-  // panels (tuning.hpp, kCopyRowsMinPanels); a team's item, a few panels, reads them in place.
-  const bool copy_rows = last - first >= tuning::kCopyRowsMinPanels;
-  auto sweep = [&](auto nv) {
-    constexpr int NV = decltype(nv)::value;
-    Index lo = first, hi = last;  // the panels not swept yet
-    // What a wider tile leaves, it leaves at the end it sweeps towards.
-    auto left = [&](Index end) { (descending ? hi : lo) = end; };
-    const TilePath tile = tile_for(m);
-    if (tile == TilePath::few) {
-      // One or two rows: three panels at once give enough independent accumulators to hide
-      // the FMA latency of this bandwidth-bound product.
-      left(panel_sweep<S, kFewRows, 3, NV>(m, k0, kc, a, lda, false, b, first, lo, hi, descending,
-                                           beta, c, ldc));
-    } else if (tile == TilePath::some) {
-      left(panel_sweep<S, kSomeRows, 2, NV>(m, k0, kc, a, lda, copy_rows, b, first, lo, hi,
-                                            descending, beta, c, ldc));
-    }
-    // The many-row tile, and the panels left over by a wider tile.
-    panel_sweep<S, kTileRows<NV>, 1, NV>(m, k0, kc, a, lda, copy_rows && m > kFewRows, b, first, lo,
-                                         hi, descending, beta, c, ldc);
-  };
-  simd::with_rows<kPanelVectors>(b.width / Vec<S>::lanes, sweep);
+  sweep_panels(m, k0, kc, a, lda, b, PanelRuns{first, std::max<Index>(1, last - first), 0},
+               last - first, b.first_column(first), beta, c, ldc, descending);
+}
+
+template <class S>
+void packed_gemm_units(Index m, Index k0, Index kc, const S* a, Index lda, const PackedPanels<S>& b,
+                       Index first, Index last, S beta, S* c, Index ldc, bool descending) {
+  const Index run = last - first;
+  sweep_panels(m, k0, kc, a, lda, b, PanelRuns{first, std::max<Index>(1, run), b.per_group},
+               run > 0 ? run * b.groups : 0, 0, beta, c, ldc, descending);
 }
 
 template void pack_panels<float>(const float*, Index, Index, Index, Index, Index,
@@ -302,5 +331,11 @@ template void packed_gemm<float>(Index, Index, Index, const float*, Index,
 template void packed_gemm<double>(Index, Index, Index, const double*, Index,
                                   const PackedPanels<double>&, Index, Index, double, double*, Index,
                                   bool);
+template void packed_gemm_units<float>(Index, Index, Index, const float*, Index,
+                                       const PackedPanels<float>&, Index, Index, float, float*,
+                                       Index, bool);
+template void packed_gemm_units<double>(Index, Index, Index, const double*, Index,
+                                        const PackedPanels<double>&, Index, Index, double, double*,
+                                        Index, bool);
 
 }  // namespace rnngraph

@@ -127,21 +127,13 @@ void forward_team_by_units(const Cell& cell, const RNNShape& s, const ForwardArg
     const Index p0 = per_gate * first / unit_items, p1 = per_gate * last / unit_items;
     if (projection.weights && k == 0) {  // these units' columns of x·Wᵀ, every step, gate
       const StepProjection<S>& p = projection;
-      for (int g = 0; g < gates; ++g) {
-        const Index u0 = g * per_gate + p0;
-        packed_gemm(p.rows, 0, p.I, p.source, p.I, *p.weights, u0, u0 + (p1 - p0), S(0),
-                    p.out + p.weights->first_column(u0), p.ld);
-      }
+      packed_gemm_units(p.rows, 0, p.I, p.source, p.I, *p.weights, p0, p1, S(0), p.out, p.ld);
     }
-    // These units' columns of Q in every gate; on every other step from the last gate's
-    // last panel back (step_direction; the items are claimed from the back then too).
-    const Direction<S> swept = step_direction(cell, dir, k);
-    for (int i = 0; i < gates; ++i) {
-      const int g = swept.descending ? gates - 1 - i : i;
-      const Index u0 = g * per_gate + p0;
-      swept.times_units_t(N, u0, u0 + (p1 - p0), step.hm, step.ld_hm,
-                          recurrent.data() + dir.unit_column(u0), GH);
-    }
+    // These units' columns of Q in every gate, in one sweep whose register tiles may span two
+    // gates; on every other step from the last gate's last panel back (step_direction; the
+    // items are claimed from the back then too).
+    step_direction(cell, dir, k)
+        .times_gate_units_t(N, gates, p0, p1, step.hm, step.ld_hm, recurrent.data(), GH);
     step.col0 = dir.unit_column(p0);
     step.col1 = p1 == per_gate ? H : dir.unit_column(p1);
     cell.forward_step(dir, step);
