@@ -20,9 +20,9 @@ SHAPES = [
     ("singleGateRNN", "bi", 16, 40, 37, 4),  # padded weight panels
     ("LSTM", "fwd", 3, 128, 256, 6),  # a team shares each step
     ("GRU", "fwd", 1, 64, 192, 8),  # a team, one batch row
-    # one batch row: a team step is one phase, each thread's units (team_loops.hpp), whose
-    # few panels a gate share register tiles across gates (packed_gemm_units: at 4 threads
-    # 2 panels a gate with AVX-512, at 7 uneven runs, at 16 one)
+    # one batch row: a team step is one phase, each thread's units (team_loops.hpp); an item
+    # sweeps its panels of every gate as one sequence, so a register tile may span two gates
+    # (packed_gemm_units; with AVX-512 2 panels a gate at 4 threads, uneven runs at 7, 1 at 16)
     ("LSTM", "fwd-float32", 1, 64, 512, 5),
     ("GRU", "fwd-resetAfter", 1, 48, 384, 4),
     ("singleGateRNN", "fwd", 1, 32, 640, 4),

@@ -23,8 +23,8 @@ constexpr int kPanelVectors = 2;  // the widest panel, in vectors
 // MR for three or more rows: 24 accumulators of AVX-512's 32 registers, 12 of AVX2's 16.
 template <int NV>
 constexpr int kTileRows = simd::kWide ? (NV == 2 ? 12 : 16) : (NV == 2 ? 6 : 12);
-// The three tile regimes (tuning.hpp): few rows (NP = 3), some rows (NP = 2, AVX-512 only),
-// many rows (NP = 1 with prefetching).
+// The three tile regimes (tuning.hpp): few rows (NP = 3, then NP = 2 for two panels left
+// over), some rows (NP = 2, AVX-512 only), many rows (NP = 1 with prefetching).
 constexpr int kFewRows = tuning::kFewRows;
 constexpr int kSomeRows = simd::kWide ? tuning::kSomeRowsWide : kFewRows;
 
@@ -67,8 +67,8 @@ struct RowsOfA {
 // starts at b[q] and holds cols[q] real columns. Every C element is summed over p in order.
 // With `ahead` (the next panel, at the same rows; Prefetch only) each step also prefetches
 // that panel's row into L2: it then arrives from L3 while this one is computed. (Used for
-// the many-row tiles; the one- or two-row products, three panels at a time, measured slower
-// with it.)
+// the many-row tiles; the one- or two-row products, three or two panels at a time, measured
+// slower with it.)
 template <class S, int MR, int NP, int NV, bool Packed, bool Prefetch>
 void panel_block(Index kc, const S* a, RowsOfA<MR, Packed> rows, const S* const* b,
                  const Index* cols, const Index* c_offset, S beta, S* c, Index ldc,
@@ -165,11 +165,10 @@ template <class S, int MR, int NP, int NV>
 Index panel_sweep(Index m, Index k0, Index kc, const S* a, Index lda, bool packed_rows,
                   const PackedPanels<S>& b, PanelRuns order, Index c0, Index lo, Index hi,
                   bool descending, S beta, S* c, Index ldc) {
-  const Index groups = (hi - lo) / NP;
-  if (packed_rows && groups > 0) a = pack_rows<S, MR>(m, kc, a, lda);
-  for (Index group = 0; group < groups; ++group) {
-    const Index i = descending ? hi - (group + 1) * NP : lo + group * NP;
-    const Index next = order.at(descending ? i - 1 : i + 1);  // the panel swept next (NP = 1)
+  const Index blocks = (hi - lo) / NP;  // of NP panels each
+  if (packed_rows && blocks > 0) a = pack_rows<S, MR>(m, kc, a, lda);
+  for (Index block = 0; block < blocks; ++block) {
+    const Index i = descending ? hi - (block + 1) * NP : lo + block * NP;
     const S* panels[NP];
     Index cols[NP], offset[NP];
     for (int q = 0; q < NP; ++q) {
@@ -183,8 +182,10 @@ Index panel_sweep(Index m, Index k0, Index kc, const S* a, Index lda, bool packe
       const Index i0 = tiles.start(t);
       with_rows<MR>(tiles.rows(t), [&](auto mr) {
         constexpr int R = decltype(mr)::value;
-        const S* ahead =
-            NP == 1 && i0 == 0 && group + 1 < groups ? b.panel(next) + k0 * b.width : nullptr;
+        // The panel swept next (NP = 1 only; not past either end of the sweep).
+        const S* ahead = NP == 1 && i0 == 0 && block + 1 < blocks
+                             ? b.panel(order.at(descending ? i - 1 : i + 1)) + k0 * b.width
+                             : nullptr;
         // The two runtime choices as the template's constants.
         auto run = [&](auto packed, auto prefetch) {
           constexpr bool P = decltype(packed)::value;
@@ -201,18 +202,18 @@ Index panel_sweep(Index m, Index k0, Index kc, const S* a, Index lda, bool packe
       });
     }
   }
-  return descending ? hi - groups * NP : lo + groups * NP;
+  return descending ? hi - blocks * NP : lo + blocks * NP;
 }
 
-// The product over the `count` panels of `order` (c points at B's column c0): packed_gemm.
+// C = beta·C + A[m, kc]·B[k0 : k0 + kc, ·] over the panels at positions 0 .. count - 1 of
+// `order` (packed_gemm, packed_gemm_units): each panel's columns of C at c + first_column -
+// c0. `copy_rows`: whether the tiles of three or more rows read A's rows copied into their
+// layout (pack_rows) rather than in place.
 template <class S>
 void sweep_panels(Index m, Index k0, Index kc, const S* a, Index lda, const PackedPanels<S>& b,
-                  PanelRuns order, Index count, Index c0, S beta, S* c, Index ldc,
+                  PanelRuns order, Index count, Index c0, bool copy_rows, S beta, S* c, Index ldc,
                   bool descending) {
   if (m <= 0 || count <= 0) return;
-  // A's rows are copied into the tile's layout (pack_rows) when the copy serves enough
-  // panels (tuning.hpp, kCopyRowsMinPanels); a team's item, a few panels, reads them in place.
-  const bool copy_rows = count >= tuning::kCopyRowsMinPanels;
   auto sweep = [&](auto nv) {
     constexpr int NV = decltype(nv)::value;
     Index lo = 0, hi = count;  // the positions not swept yet
@@ -309,16 +310,23 @@ void pack_panels(const S* src, Index p_stride, Index j_stride, Index k, Index gr
 template <class S>
 void packed_gemm(Index m, Index k0, Index kc, const S* a, Index lda, const PackedPanels<S>& b,
                  Index first, Index last, S beta, S* c, Index ldc, bool descending) {
+  // A's rows are copied into the tile's layout when the copy serves enough panels (tuning.hpp,
+  // kCopyRowsMinPanels); a team's item, a few panels, reads them in place.
   sweep_panels(m, k0, kc, a, lda, b, PanelRuns{first, std::max<Index>(1, last - first), 0},
-               last - first, b.first_column(first), beta, c, ldc, descending);
+               last - first, b.first_column(first), last - first >= tuning::kCopyRowsMinPanels,
+               beta, c, ldc, descending);
 }
 
 template <class S>
 void packed_gemm_units(Index m, Index k0, Index kc, const S* a, Index lda, const PackedPanels<S>& b,
-                       Index first, Index last, S beta, S* c, Index ldc, bool descending) {
+                       Index groups, Index first, Index last, S beta, S* c, Index ldc,
+                       bool descending) {
   const Index run = last - first;
+  // Whether A's rows are copied is decided per gate's run, as it was when each gate was a
+  // product of its own (kCopyRowsMinPanels' measurements: a team's items, by units too).
   sweep_panels(m, k0, kc, a, lda, b, PanelRuns{first, std::max<Index>(1, run), b.per_group},
-               run > 0 ? run * b.groups : 0, 0, beta, c, ldc, descending);
+               run > 0 ? run * groups : 0, 0, run >= tuning::kCopyRowsMinPanels, beta, c, ldc,
+               descending);
 }
 
 template void pack_panels<float>(const float*, Index, Index, Index, Index, Index,
@@ -332,10 +340,10 @@ template void packed_gemm<double>(Index, Index, Index, const double*, Index,
                                   const PackedPanels<double>&, Index, Index, double, double*, Index,
                                   bool);
 template void packed_gemm_units<float>(Index, Index, Index, const float*, Index,
-                                       const PackedPanels<float>&, Index, Index, float, float*,
-                                       Index, bool);
+                                       const PackedPanels<float>&, Index, Index, Index, float,
+                                       float*, Index, bool);
 template void packed_gemm_units<double>(Index, Index, Index, const double*, Index,
-                                        const PackedPanels<double>&, Index, Index, double, double*,
-                                        Index, bool);
+                                        const PackedPanels<double>&, Index, Index, Index, double,
+                                        double*, Index, bool);
 
 }  // namespace rnngraph

@@ -50,13 +50,13 @@ template <class S>
 void packed_gemm(Index m, Index k0, Index kc, const S* a, Index lda, const PackedPanels<S>& b,
                  Index first, Index last, S beta, S* c, Index ldc, bool descending = false);
 
-// The same product over the panels [first, last) of every group (the same units of each
-// gate), in one sweep: its register tiles may take panels of two gates, so a few panels per
-// gate still fill them (a team's items by units, driver/team_loops.hpp). c points at B's
-// column 0; `descending` sweeps from the last group's last panel. Every element of C is
-// summed as packed_gemm sums it.
+// The same product over the panels [first, last) of each of the first `groups` groups (the
+// same units of each gate), in one sweep: its register tiles may take panels of two gates, so
+// a few panels per gate still fill them (a team's items by units, driver/team_loops.hpp). c
+// points at B's column 0; `descending` sweeps from the last group's last panel. Every element
+// of C is summed as packed_gemm sums it.
 template <class S>
 void packed_gemm_units(Index m, Index k0, Index kc, const S* a, Index lda, const PackedPanels<S>& b,
-                       Index first, Index last, S beta, S* c, Index ldc, bool descending = false);
-
+                       Index groups, Index first, Index last, S beta, S* c, Index ldc,
+                       bool descending = false);
 }  // namespace rnngraph

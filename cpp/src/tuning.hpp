@@ -154,8 +154,8 @@ constexpr Index kGemmDepth = 256;
 constexpr Index kBlasMergeMin = Index(1) << 20;
 
 // ---- Packed-panel tiles (packed_gemm.cpp) ---------------------------------------------
-// Up to this many rows, tiles of three panels (the "few rows" regime): enough independent
-// accumulators to hide the FMA latency of this bandwidth-bound product. (1 thread, LSTM
+// Up to this many rows, tiles of three panels, and of two for two left over (the "few rows"
+// regime): enough independent accumulators to hide the FMA latency of this bandwidth-bound product. (1 thread, LSTM
 // T = 16, H = 512: 1 row: few 1.03x faster than some, 1.04x than many; 2 rows: 1.01x and
 // 1.09x; 3 rows: some 1.13x faster than few.)
 constexpr int kFewRows = 2;
@@ -189,7 +189,7 @@ constexpr Index kPanelPaddingShare = 8;
 // (packed_gemm.cpp, pack_rows: the broadcasts then read one stream at constant offsets); a
 // product over fewer reads them in place, as the copy, one scalar move per element of A, would
 // cost about as much as the product itself. A team's items are a few panels each
-// (kTeamRunPanels), and so are the threads' blocks of a packed input projection on many threads
+// (kTeamRunPanels; a team by units counts each gate's run, packed_gemm_units), and so are the threads' blocks of a packed input projection on many threads
 // (driver/projection.hpp); a row chunk's or a serial step's product takes all of them. 16-core
 // machine, medians of 3 alternating processes, ms, in place / copied by each item: 16 threads
 // row 7 13.6 / 20.3, row 8 8.0 / 9.6, row 9 33.5 / 48.3, row 12 14.7 / 21.8, row 14 181 / 250; 8
@@ -209,7 +209,8 @@ constexpr Index kBlocksPerThread = 2;
 // A team's step product Q = hm·Rᵀ is cut into the same number of runs of units (panels of
 // Rᵀ, or columns of an unpacked R) per slot, as equal as whole units allow (team_loops.hpp):
 // runs of about kTeamRunPanels panels (the few-row tile takes three panels at a time, the
-// some-row tile two) or kTeamRunColumns columns (the runs items had before), and at least
+// some-row tile two; a team by units sweeps its runs of every gate as one sequence, so a tile
+// may span two gates, packed_gemm_units) or kTeamRunColumns columns (the runs items had before), and at least
 // kTeamItemsPerSlot runs per slot. Runs of exactly six panels left slots unequal shares (11
 // runs over 8 slots: three slots ran two, five ran one) and, with more slots than runs, idle
 // slots. 16-core machine, medians of 3 alternating processes per setting, ms, six-panel runs
@@ -230,7 +231,8 @@ constexpr Index kTeamRunColumns = 16;
 // alternating processes, ms, one phase / two phases per step: row 4 (N = 1) 4 threads 0.92 /
 // 1.05, 8 threads 0.61 / 0.79, 16 threads 0.72 / 0.80; row 2 (N = 1, one step) within
 // 0.01 ms; but row 5 (N = 4, H = 1024) 8 threads 7.4 / 5.7, 16 threads 4.1 / 3.2, its
-// runs of panels being four times shorter (one per gate); rows 8 and 12 (train, N = 16, 32)
+// runs of panels being four times shorter (one per gate; measured before an item swept its
+// runs of every gate as one sequence, packed_gemm_units); rows 8 and 12 (train, N = 16, 32)
 // within their noise (benchmarks/results/machine16-unit-steps-ab-2026-11-24.txt).
 constexpr Index kTeamUnitStepsMaxRows = 1;
 // Such a team computes the input projection in its first step's items, each its own units'

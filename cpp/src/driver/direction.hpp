@@ -51,18 +51,19 @@ struct Direction {
                 recurrentWeight + u0 * H, H, S(0), C, ldc);
     }
   }
-  // C = A·Rᵀ for the units [p0, p1) of every gate (their columns of each gate's block), A
-  // [rows, H] (lda), C at column 0 of Q [rows, G·H] (ldc): with the packed Rᵀ one sweep over
-  // all of them (packed_gemm_units), else gate by gate in the sweep's order.
+  // C = A·Rᵀ for the units [p0, p1) of each of the first `gates` gates (their columns of each
+  // gate's block), A [rows, H] (lda), C at column 0 of Q [rows, G·H] (ldc): with the packed Rᵀ
+  // one sweep over all of them (packed_gemm_units), else gate by gate in the sweep's order.
   void times_gate_units_t(Index rows, int gates, Index p0, Index p1, const S* A, Index lda, S* C,
                           Index ldc) const {
     if (weight_t_panels) {
-      packed_gemm_units(rows, 0, H, A, lda, *weight_t_panels, p0, p1, S(0), C, ldc, descending);
+      packed_gemm_units(rows, 0, H, A, lda, *weight_t_panels, gates, p0, p1, S(0), C, ldc,
+                        descending);
       return;
     }
     for (int i = 0; i < gates; ++i) {
-      const Index u0 = (descending ? gates - 1 - i : i) * H + p0;
-      times_units_t(rows, u0, u0 + (p1 - p0), A, lda, C + u0, ldc);
+      const Index u0 = (descending ? gates - 1 - i : i) * units_per_gate() + p0;
+      times_units_t(rows, u0, u0 + (p1 - p0), A, lda, C + unit_column(u0), ldc);
     }
   }
   // C = A·R_gᵀ for the gate rows [g0, g0 + gates) of R, A [rows, H] (lda), C [rows, gates·H].

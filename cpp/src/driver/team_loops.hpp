@@ -98,8 +98,9 @@ StepProjection<S> step_projection(const Cell& cell, const RNNShape& s, const For
 // batch row (and their masked state for step k + 1). Against two phases per step (below) a
 // step waits once, not twice, and its element-wise math is shared, not left to one thread
 // when N = 1. Used up to kTeamUnitStepsMaxRows rows, or kSingleStepUnitRows for a call of
-// one step (tuning.hpp): with more, the runs of panels, one per gate, grow too short for the
-// product of a long sequence. The masked state alternates between
+// one step (tuning.hpp): with more, the runs of panels, one per gate, measured too short for
+// the product of a long sequence (before an item swept its runs of every gate as one sequence,
+// packed_gemm_units; not measured again since). The masked state alternates between
 // two buffers: an item writes step k + 1's while others still read step k's.
 template <class Cell, class S>
 void forward_team_by_units(const Cell& cell, const RNNShape& s, const ForwardArgs<S>& a,
@@ -127,7 +128,8 @@ void forward_team_by_units(const Cell& cell, const RNNShape& s, const ForwardArg
     const Index p0 = per_gate * first / unit_items, p1 = per_gate * last / unit_items;
     if (projection.weights && k == 0) {  // these units' columns of x·Wᵀ, every step, gate
       const StepProjection<S>& p = projection;
-      packed_gemm_units(p.rows, 0, p.I, p.source, p.I, *p.weights, p0, p1, S(0), p.out, p.ld);
+      packed_gemm_units(p.rows, 0, p.I, p.source, p.I, *p.weights, p.weights->groups, p0, p1, S(0),
+                        p.out, p.ld);
     }
     // These units' columns of Q in every gate, in one sweep whose register tiles may span two
     // gates; on every other step from the last gate's last panel back (step_direction; the
