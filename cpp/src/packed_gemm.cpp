@@ -146,11 +146,12 @@ const S* pack_rows(Index m, Index kc, const S* a, Index lda) {
   return buffer.data();
 }
 
-// The panels a product takes, in the order of their positions 0, 1, ...: runs of `run`
-// consecutive panels, run r starting at panel start + r·stride. One run is a range of panels;
-// one run per gate is the same units of every gate (packed_gemm_units).
+// The panels a product takes, in the order of their positions 0 .. count() - 1: `runs` runs of
+// `run` consecutive panels, run r starting at panel start + r·stride. One run is a range of
+// panels (packed_gemm); one run per gate is the same units of every gate (packed_gemm_units).
 struct PanelRuns {
-  Index start, run, stride;
+  Index start, run, runs, stride;
+  Index count() const { return run * runs; }
   Index at(Index position) const { return start + position / run * stride + position % run; }
 };
 
@@ -205,15 +206,17 @@ Index panel_sweep(Index m, Index k0, Index kc, const S* a, Index lda, bool packe
   return descending ? hi - blocks * NP : lo + blocks * NP;
 }
 
-// C = beta·C + A[m, kc]·B[k0 : k0 + kc, ·] over the panels at positions 0 .. count - 1 of
-// `order` (packed_gemm, packed_gemm_units): each panel's columns of C at c + first_column -
-// c0. `copy_rows`: whether the tiles of three or more rows read A's rows copied into their
-// layout (pack_rows) rather than in place.
+// C = beta·C + A[m, kc]·B[k0 : k0 + kc, ·] over the panels of `order` (packed_gemm,
+// packed_gemm_units): each panel's columns of C at c + first_column - c0.
 template <class S>
 void sweep_panels(Index m, Index k0, Index kc, const S* a, Index lda, const PackedPanels<S>& b,
-                  PanelRuns order, Index count, Index c0, bool copy_rows, S beta, S* c, Index ldc,
-                  bool descending) {
+                  PanelRuns order, Index c0, S beta, S* c, Index ldc, bool descending) {
+  const Index count = order.count();
   if (m <= 0 || count <= 0) return;
+  // A's rows are copied into the tile's layout (pack_rows) when the copy serves enough panels
+  // (tuning.hpp, kCopyRowsMinPanels), counted per run: a team's item, a few panels of each
+  // gate, reads them in place, as it did when each gate's run was a product of its own.
+  const bool copy_rows = order.run >= tuning::kCopyRowsMinPanels;
   auto sweep = [&](auto nv) {
     constexpr int NV = decltype(nv)::value;
     Index lo = 0, hi = count;  // the positions not swept yet
@@ -310,10 +313,7 @@ void pack_panels(const S* src, Index p_stride, Index j_stride, Index k, Index gr
 template <class S>
 void packed_gemm(Index m, Index k0, Index kc, const S* a, Index lda, const PackedPanels<S>& b,
                  Index first, Index last, S beta, S* c, Index ldc, bool descending) {
-  // A's rows are copied into the tile's layout when the copy serves enough panels (tuning.hpp,
-  // kCopyRowsMinPanels); a team's item, a few panels, reads them in place.
-  sweep_panels(m, k0, kc, a, lda, b, PanelRuns{first, std::max<Index>(1, last - first), 0},
-               last - first, b.first_column(first), last - first >= tuning::kCopyRowsMinPanels,
+  sweep_panels(m, k0, kc, a, lda, b, PanelRuns{first, last - first, 1, 0}, b.first_column(first),
                beta, c, ldc, descending);
 }
 
@@ -321,12 +321,8 @@ template <class S>
 void packed_gemm_units(Index m, Index k0, Index kc, const S* a, Index lda, const PackedPanels<S>& b,
                        Index groups, Index first, Index last, S beta, S* c, Index ldc,
                        bool descending) {
-  const Index run = last - first;
-  // Whether A's rows are copied is decided per gate's run, as it was when each gate was a
-  // product of its own (kCopyRowsMinPanels' measurements: a team's items, by units too).
-  sweep_panels(m, k0, kc, a, lda, b, PanelRuns{first, std::max<Index>(1, run), b.per_group},
-               run > 0 ? run * groups : 0, 0, run >= tuning::kCopyRowsMinPanels, beta, c, ldc,
-               descending);
+  sweep_panels(m, k0, kc, a, lda, b, PanelRuns{first, last - first, groups, b.per_group}, 0, beta,
+               c, ldc, descending);
 }
 
 template void pack_panels<float>(const float*, Index, Index, Index, Index, Index,

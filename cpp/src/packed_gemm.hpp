@@ -40,12 +40,12 @@ template <class S>
 void pack_panels(const S* src, Index p_stride, Index j_stride, Index k, Index groups,
                  Index group_cols, PackedPanels<S>& out);
 
-// C = beta·C + A[m, kc]·B[k0 : k0 + kc, columns of panels first .. last-1]. c points at the
-// first column of panel `first`; C's columns are B's (with ldc), padding columns never stored.
-// `descending`: the panels are swept from the last to the first. The time loops alternate
-// the two ways step by step (driver/step_runner.hpp, step_direction), so that a step starts on the panels the step
-// before read last, still in the core's cache when its share of B is larger than the cache.
-// Every element of C is summed the same way either way.
+// C = beta·C + A[m, kc]·B[k0 : k0 + kc, columns of panels first .. last-1]. c points at the first
+// column of panel `first`; C's columns are B's (with ldc), padding columns never stored.
+// `descending`: the panels are swept from the last to the first. The time loops alternate the two
+// ways step by step (driver/step_runner.hpp, step_direction), so that a step starts on the panels
+// the step before read last, still in the core's cache when its share of B is larger than the
+// cache. Every element of C is summed the same way either way.
 template <class S>
 void packed_gemm(Index m, Index k0, Index kc, const S* a, Index lda, const PackedPanels<S>& b,
                  Index first, Index last, S beta, S* c, Index ldc, bool descending = false);

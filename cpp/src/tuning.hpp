@@ -155,9 +155,9 @@ constexpr Index kBlasMergeMin = Index(1) << 20;
 
 // ---- Packed-panel tiles (packed_gemm.cpp) ---------------------------------------------
 // Up to this many rows, tiles of three panels, and of two for two left over (the "few rows"
-// regime): enough independent accumulators to hide the FMA latency of this bandwidth-bound product. (1 thread, LSTM
-// T = 16, H = 512: 1 row: few 1.03x faster than some, 1.04x than many; 2 rows: 1.01x and
-// 1.09x; 3 rows: some 1.13x faster than few.)
+// regime): enough independent accumulators to hide the FMA latency of this bandwidth-bound product.
+// (1 thread, LSTM T = 16, H = 512: 1 row: few 1.03x faster than some, 1.04x than many; 2 rows:
+// 1.01x and 1.09x; 3 rows: some 1.13x faster than few.)
 constexpr int kFewRows = 2;
 // Up to this many rows (AVX-512 only: 24 accumulators), tiles of two panels without
 // prefetching (the "some rows" regime). A product of a few rows is bound by the stream of B
@@ -186,18 +186,18 @@ constexpr int kSomeRowsWide = 6;
 // 38-43 / 34-36 (results/machine16-panel-widths-2026-11-24.txt).
 constexpr Index kPanelPaddingShare = 8;
 // A product over at least this many panels first copies A's rows into the tile's layout
-// (packed_gemm.cpp, pack_rows: the broadcasts then read one stream at constant offsets); a
-// product over fewer reads them in place, as the copy, one scalar move per element of A, would
-// cost about as much as the product itself. A team's items are a few panels each
-// (kTeamRunPanels; a team by units counts each gate's run, packed_gemm_units), and so are the threads' blocks of a packed input projection on many threads
-// (driver/projection.hpp); a row chunk's or a serial step's product takes all of them. 16-core
-// machine, medians of 3 alternating processes, ms, in place / copied by each item: 16 threads
-// row 7 13.6 / 20.3, row 8 8.0 / 9.6, row 9 33.5 / 48.3, row 12 14.7 / 21.8, row 14 181 / 250; 8
-// threads row 9 53.7 / 73.6; and in place against a copy made once per step by the element-wise
-// items (rows 10, 13: N = 64, 16 threads) 45.0 / 56.5 and 87.5 / 94.8
+// (packed_gemm.cpp, pack_rows: the broadcasts then read one stream at constant offsets); a product
+// over fewer reads them in place, as the copy, one scalar move per element of A, would cost about
+// as much as the product itself. A team's items are a few panels each (kTeamRunPanels; a team by
+// units counts each gate's run, packed_gemm_units), and so are the threads' blocks of a packed
+// input projection on many threads (driver/projection.hpp); a row chunk's or a serial step's
+// product takes all of them. 16-core machine, medians of 3 alternating processes, ms, in place /
+// copied by each item: 16 threads row 7 13.6 / 20.3, row 8 8.0 / 9.6, row 9 33.5 / 48.3, row 12
+// 14.7 / 21.8, row 14 181 / 250; 8 threads row 9 53.7 / 73.6; and in place against a copy made once
+// per step by the element-wise items (rows 10, 13: N = 64, 16 threads) 45.0 / 56.5 and 87.5 / 94.8
 // (results/machine16-team-operand-ab-2026-11-24.txt); inference, 16 to 4 threads, row 3 (N = 10)
-// 0.73 / 1.27, 0.37 / 1.11, 0.68 / 0.82, row 5 (N = 4) 2.44 / 2.60, 3.87 / 6.24, 7.86 / 9.54;
-// row 6's projection (187 rows of x) at 16 threads 2.39 / 3.79, at 4 threads 8.45 / 8.92
+// 0.73 / 1.27, 0.37 / 1.11, 0.68 / 0.82, row 5 (N = 4) 2.44 / 2.60, 3.87 / 6.24, 7.86 / 9.54; row
+// 6's projection (187 rows of x) at 16 threads 2.39 / 3.79, at 4 threads 8.45 / 8.92
 // (machine16-team-operand-ab, part 3). A row chunk's step (2-core machine, 2 threads) read in
 // place: forward loops of rows 7 and 10 7 % slower, others within noise.
 constexpr Index kCopyRowsMinPanels = 16;
@@ -206,15 +206,15 @@ constexpr Index kCopyRowsMinPanels = 16;
 // A parallel site cuts its work into up to this many blocks per thread: a thread that the OS
 // deschedules then holds back at most one block while the others claim the rest.
 constexpr Index kBlocksPerThread = 2;
-// A team's step product Q = hm·Rᵀ is cut into the same number of runs of units (panels of
-// Rᵀ, or columns of an unpacked R) per slot, as equal as whole units allow (team_loops.hpp):
-// runs of about kTeamRunPanels panels (the few-row tile takes three panels at a time, the
-// some-row tile two; a team by units sweeps its runs of every gate as one sequence, so a tile
-// may span two gates, packed_gemm_units) or kTeamRunColumns columns (the runs items had before), and at least
-// kTeamItemsPerSlot runs per slot. Runs of exactly six panels left slots unequal shares (11
-// runs over 8 slots: three slots ran two, five ran one) and, with more slots than runs, idle
-// slots. 16-core machine, medians of 3 alternating processes per setting, ms, six-panel runs
-// / 1 run per slot / 2 runs per slot:
+// A team's step product Q = hm·Rᵀ is cut into the same number of runs of units (panels of Rᵀ, or
+// columns of an unpacked R) per slot, as equal as whole units allow (team_loops.hpp): runs of about
+// kTeamRunPanels panels (the few-row tile takes three panels at a time, the some-row tile two; a
+// team by units sweeps its runs of every gate as one sequence, so a tile may span two gates,
+// packed_gemm_units) or kTeamRunColumns columns (the runs items had before), and at least
+// kTeamItemsPerSlot runs per slot. Runs of exactly six panels left slots unequal shares (11 runs
+// over 8 slots: three slots ran two, five ran one) and, with more slots than runs, idle slots.
+// 16-core machine, medians of 3 alternating processes per setting, ms, six-panel runs / 1 run per
+// slot / 2 runs per slot:
 //   row 5 (LSTM T25 N4 H1024): 4 threads 8.54 / 8.17 / 8.12, 8 threads 5.86 / 5.44 / 4.86,
 //   16 threads 4.28 / 3.64 / 3.32; row 4 (N1 H512): 8 threads 0.89 / 0.84 / 0.83, 16 threads
 //   1.07 / 1.00 / 0.91; row 2 (one step) 0.10-0.13 in all; train rows 8 and 12 at 8 and 16

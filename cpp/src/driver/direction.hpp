@@ -53,7 +53,7 @@ struct Direction {
   }
   // C = A·Rᵀ for the units [p0, p1) of each of the first `gates` gates (their columns of each
   // gate's block), A [rows, H] (lda), C at column 0 of Q [rows, G·H] (ldc): with the packed Rᵀ
-  // one sweep over all of them (packed_gemm_units), else gate by gate in the sweep's order.
+  // one sweep over all of them (packed_gemm_units), else gate by gate (columns of R).
   void times_gate_units_t(Index rows, int gates, Index p0, Index p1, const S* A, Index lda, S* C,
                           Index ldc) const {
     if (weight_t_panels) {
@@ -61,10 +61,8 @@ struct Direction {
                         descending);
       return;
     }
-    for (int i = 0; i < gates; ++i) {
-      const Index u0 = (descending ? gates - 1 - i : i) * units_per_gate() + p0;
-      times_units_t(rows, u0, u0 + (p1 - p0), A, lda, C + unit_column(u0), ldc);
-    }
+    for (int g = 0; g < gates; ++g)
+      times_units_t(rows, g * H + p0, g * H + p1, A, lda, C + g * H + p0, ldc);
   }
   // C = A·R_gᵀ for the gate rows [g0, g0 + gates) of R, A [rows, H] (lda), C [rows, gates·H].
   void times_weight_t(Index rows, Index g0, Index gates, const S* A, Index lda, S* C,

@@ -32,10 +32,10 @@ struct JobWork {
   std::function<Index(Index phase)> items;  // items of a phase (0: the phase is skipped)
   // Runs the items [first, last) of a phase on the thread that holds `slot`.
   std::function<void(Index phase, Index first, Index last, int slot)> run;
-  // Whether the slots claim their own shares of a phase from the back (and take over others'
-  // from the front); empty: never. A time loop whose items sweep the weights from the back on
-  // every other step (driver/step_runner.hpp, step_direction) claims them that way too, so that each thread starts
-  // the step on the part of its share it read last.
+  // Whether the slots claim their own shares of a phase from the back (and take over others' from
+  // the front); empty: never. A time loop whose items sweep the weights from the back on every
+  // other step (driver/step_runner.hpp, step_direction) claims them that way too, so that each
+  // thread starts the step on the part of its share it read last.
   std::function<bool(Index phase)> from_back;
 };
 
