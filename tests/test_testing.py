@@ -287,6 +287,12 @@ def test_assert_allclose_messages():
         assert_allclose([np.nan, 1.0], [0.0, 1.0])
     with pytest.raises(AssertionError, match="1 of 2"):
         assert_allclose([np.nan, 1.0], [np.nan, 1.0], equal_nan=False)
+    # an infinity matches only the same infinity, whatever the tolerance (its own is inf)
+    assert_allclose([np.inf, -np.inf, 1.0], [np.inf, -np.inf, 1.0])
+    for actual_value, desired_value in ((-np.inf, np.inf), (1.0, np.inf), (np.inf, 1.0),
+                                        (1e308, np.inf), (np.nan, np.inf)):
+        with pytest.raises(AssertionError, match="1 of 2 elements .* inf × its tolerance"):
+            assert_allclose([actual_value, 1.0], [desired_value, 1.0], rtol=0.5, atol=1.0)
     # defaults follow the desired array's dtype
     x32 = np.float32(1.0) + np.float32(1e-7) * np.arange(4, dtype=np.float32)
     assert_allclose(x32, np.ones(4, np.float32))

@@ -39,7 +39,7 @@ from rnngraph.ops.reshaping import ReshapingOps
 from rnngraph.ops.single_gate_rnn import SingleGateRNNOps
 from rnngraph.ops.slicing import SlicingOps
 from rnngraph.ops.state import StateOps
-from rnngraph.shapes import compatible, shape_text
+from rnngraph.shapes import compatible, larger_than_any_array, shape_text
 from rnngraph.tensor import Tensor
 
 if TYPE_CHECKING:
@@ -214,6 +214,11 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps, StateOps, ArithmeticOps, Activati
         op = Operation(kind, name, inputs, compute, attrs)
         for index, (suffix, shape, dtype) in enumerate(outputs):
             label = name if not suffix else f"{name}/{suffix}"
+            if shape is not None and larger_than_any_array(shape, dtype.numpy.itemsize):
+                what = "shape" if kind == "placeholder" else f"output {label!r} would have shape"
+                # A MemoryError, as a run raises for an output too large to allocate.
+                raise MemoryError(f"{kind}: {what} {shape_text(tuple(shape))}: more bytes than any "
+                                  "array can hold")
             op.outputs.append(Tensor(self, op, index, shape, dtype, label))
         self._ops.append(op)
         return list(op.outputs)  # the caller's own list: outputs added later stay internal

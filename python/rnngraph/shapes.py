@@ -9,8 +9,10 @@ with the real shapes, and its error names the op and the Swift label:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TypeAlias
+
+import numpy as np
 
 Dim: TypeAlias = int | tuple[int, str]
 Layout: TypeAlias = Sequence[Dim]
@@ -36,6 +38,19 @@ def _dim_value(dim: Dim, sizes: Sizes) -> int | None:
 def shape_text(values: Dims) -> str:
     """``[2, ?, 3]``: a shape as errors print it (``?``: known only at run time)."""
     return "[" + ", ".join("?" if v is None else str(v) for v in values) + "]"
+
+
+def larger_than_any_array(values: Iterable[int | None], itemsize: int) -> bool:
+    """Whether no array of this shape can exist, whatever sizes its ``None`` dimensions get:
+    NumPy refuses a shape whose non-zero sizes times ``itemsize`` pass the largest intp, even
+    with a size of zero beside them."""
+    limit, nbytes = int(np.iinfo(np.intp).max), itemsize
+    for v in values:
+        if v:  # None (at least 1 when fed) and 0 (skipped by NumPy's own check) add nothing
+            nbytes *= v
+            if nbytes > limit:
+                return True
+    return False
 
 
 def compatible(a: Dims, b: Dims) -> bool:

@@ -104,3 +104,27 @@ def test_an_empty_sequence_of_a_batch_too_large_for_an_array(training):
     assert all(a.shape[:2] == (0, 2**56) for a in run(2**56).values())
     with pytest.raises(MemoryError, match=r"^LSTM: .*output of shape \[0, 576460752303423488"):
         run(2**59)
+
+
+def test_shapes_no_array_can_hold_are_refused_when_built():
+    """A shape whose known sizes already give more bytes than any array can hold (NumPy's
+    limit, even with a zero or an unknown size beside them) is refused at build time, by the
+    placeholder or by the op whose output it would be; one that fits builds."""
+    import rnngraph as rg
+
+    g = rg.Graph()
+    for shape in [(2**62, 2**62, 5), (0, 2**62, 2**62), (None, 2**61, 2)]:
+        with pytest.raises(MemoryError, match=r"^placeholder: shape \[.*\]: more bytes than"):
+            g.placeholder(shape)
+    assert g.placeholder((None, 2**60, 1)).shape == (None, 2**60, 1)  # 2^62 bytes: fits
+    indices = g.placeholder((2**40,), dataType=rg.int32)
+    with pytest.raises(MemoryError, match=r"^oneHot: output .* shape \[1099511627776, "
+                                          r"1099511627776\]: more bytes than"):
+        g.oneHot(indices, depth=2**40)
+    # H = 2^12: the output [T, N, H] of a source [2^20, 2^30, 1] is 2^64 bytes
+    weights = {label: g.placeholder((4 * 2**12, width)) for label, width
+               in (("inputWeight", 1), ("recurrentWeight", 2**12))}
+    with pytest.raises(MemoryError, match=r"^LSTM: output .* \[1048576, 1073741824, 4096\]: "
+                                          r"more bytes than"):
+        g.LSTM(source=g.placeholder((2**20, 2**30, 1)), **weights)
+    g.LSTM(source=g.placeholder((None, 2**30, 1)), **weights)  # T unknown: may be small

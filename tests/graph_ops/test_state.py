@@ -96,6 +96,25 @@ def test_an_assign_whose_shape_is_known_only_at_run_time_is_checked_then():
     np.testing.assert_array_equal(g.run(targetTensors=[v])[v], np.ones((2, 3)))
 
 
+def test_a_returned_variable_is_a_snapshot_no_one_can_write_through():
+    """run returns a variable's value (directly, through read, or an assign's kept array) read
+    only: setting it writeable again is refused, and a later assign leaves it as it was."""
+    g = rg.Graph()
+    v = variable(g)
+    update = g.assign(v, g.addition(g.read(v), g.constant(ONES)))
+    first = g.run(targetTensors=[v, g.read(v)])
+    for array in first.values():
+        with pytest.raises(ValueError, match="WRITEABLE"):
+            array.setflags(write=True)
+    g.run(targetOperations=[update])
+    g.run(targetOperations=[update])
+    later = g.run(targetTensors=[v])[v]
+    with pytest.raises(ValueError, match="WRITEABLE"):
+        later.setflags(write=True)
+    assert all(np.array_equal(a, np.zeros((2, 3))) for a in first.values())
+    np.testing.assert_array_equal(later, 2 * ONES)
+
+
 @pytest.mark.parametrize("through_read", [False, True], ids=["direct", "read"])
 def test_the_gradient_reaching_a_variable_matches_central_differences(through_read, rng):
     """loss = Σ W ⊙ tanh(v·M + v): the variable used twice, read or directly; the numeric

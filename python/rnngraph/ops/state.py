@@ -46,7 +46,9 @@ class ReadValue:
         self.holder = holder
 
     def __call__(self, arrays: dict[str, Any]) -> list[NDArray[Any]]:
-        return [self.holder.array]
+        # A view: the array owns its data, so NumPy would let anyone holding it set it
+        # writeable again; a view of a read-only owner stays read-only.
+        return [self.holder.array.view()]
 
 
 class StateOps:
