@@ -35,13 +35,12 @@ def ceiling_of(path: Path) -> dict[Cell, float]:
     float64 row), for the cells whose thread count the run's ceiling measured."""
     data = json.loads(path.read_text())
     ceiling = data.get("ceiling") or {}
-    dtypes = {row_id: row.dtype for row_id, row in BY_ID.items()}
     out = {}
     for r in data["results"]:
         used = str(r.get("threads_used", r["threads"]))
         if used not in ceiling:
             continue
-        gemm = ceiling[used].get("dgemm") if dtypes.get(r["row"]) == "float64" else ceiling[used]
+        gemm = ceiling[used].get("dgemm") if BY_ID[r["row"]].dtype == "float64" else ceiling[used]
         if gemm:
             out[(r["row"], str(r["threads"]))] = gemm["gflops"]
     return out

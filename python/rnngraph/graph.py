@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import itertools
 import math
-import sys
 import warnings
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
@@ -212,12 +211,13 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps, StateOps, ArithmeticOps, Activati
         if not isinstance(name, str):
             raise TypeError(f"{kind}: name: expected a str or None, got {name!r}")
         op = Operation(kind, name, inputs, compute, attrs)
-        for index, (suffix, shape, dtype) in enumerate(outputs):
+        for index, (suffix, sizes, dtype) in enumerate(outputs):
             label = name if not suffix else f"{name}/{suffix}"
-            if shape is not None and larger_than_any_array(shape, dtype.numpy.itemsize):
+            shape = tuple(sizes)
+            if larger_than_any_array(shape, dtype.numpy.itemsize):
                 what = "shape" if kind == "placeholder" else f"output {label!r} would have shape"
                 # A MemoryError, as a run raises for an output too large to allocate.
-                raise MemoryError(f"{kind}: {what} {shape_text(tuple(shape))}: more bytes than any "
+                raise MemoryError(f"{kind}: {what} {shape_text(shape)}: more bytes than any "
                                   "array can hold")
             op.outputs.append(Tensor(self, op, index, shape, dtype, label))
         self._ops.append(op)
@@ -295,7 +295,7 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps, StateOps, ArithmeticOps, Activati
         check_integers(array, dtype, f"{where}: {label}", "constant")
         if shape is not None:
             dims = _constant_shape(shape, where)
-            if math.prod(dims) * dtype.numpy.itemsize > sys.maxsize:
+            if larger_than_any_array(dims, dtype.numpy.itemsize):
                 raise MemoryError(f"{where}: shape: {list(dims)} holds {math.prod(dims)} "
                                   "elements, more than an array can address")
             if array.ndim == 0:

@@ -80,8 +80,8 @@ def _compare(actual: NDArray[Any], desired: NDArray[Any], rtol: float, atol: flo
         same = np.asarray(actual == desired)
         if equal_nan:
             same |= np.isnan(a) & np.isnan(d)
-        # An infinity matches only itself (above): its scale is infinite too, and inf <= inf.
-        within = (difference <= scale) & np.isfinite(a) & np.isfinite(d)
+        # A desired infinity matches only itself (above): its scale is infinite, and inf <= inf.
+        within = (difference <= scale) & np.isfinite(d)
         bad = ~same if rtol == 0 and atol == 0 else ~same & ~within
         if not bad.any():
             return None
