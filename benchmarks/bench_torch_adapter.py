@@ -4,6 +4,7 @@ which torch's own layers run between rnngraph's calls.
 
     python3 benchmarks/bench_torch_adapter.py                    # rows 7-14, 1 and 2 threads
     python3 benchmarks/bench_torch_adapter.py --rows 8 --threads 2 --repeat 1 --budget 1
+                                              [--pools torch] [--no-model]
 
 Every (library, thread count) runs in a process of its own (child.py): "rnngraph" (Graph:
 ours.make_step), "rnngraph.torch" (adapter.row_step: forward, then output.backward(dy) with
@@ -65,10 +66,10 @@ def processes(pools: list[str]) -> list[tuple[str, str, dict]]:
 
 
 def measure(rows: list[int], threads: list[int], timing: dict, repeat: int,
-            pools: list[str]) -> dict:
+            pools: list[str], model: bool = True) -> dict:
     configurations = processes(pools)
     bar = progress.bar(repeat * len(threads) * (len(rows) * len(configurations) + 1
-                                                + 2 * (len(pools) + 1)))
+                                                + (2 * (len(pools) + 1) if model else 0)))
     found: dict = {}
     ceilings: dict = {}
     for _ in range(repeat):
@@ -86,7 +87,7 @@ def measure(rows: list[int], threads: list[int], timing: dict, repeat: int,
             models = [("torch.nn LSTM", "torch", {})] + [
                 (f"rnngraph LSTM ({pool} pool)", "rnngraph", {"RNNGRAPH_TORCH_POOL": pool})
                 for pool in pools]
-            for policy in ("default", "PASSIVE"):
+            for policy in ("default", "PASSIVE") if model else ():
                 for name, recurrent, env in models:
                     library = MODEL_LIBRARIES[recurrent]
                     spec = {"library": library, "threads": n, "model": recurrent, "timing": timing}
@@ -120,9 +121,11 @@ def table(out: dict) -> str:
                              f"| {speed} | {pool} |")
     title = ("Language-model training step (embedding, LSTM, linear head, cross-entropy, SGD), "
              "median ms:")
-    lines += ["", title, "", "| threads | model | ms |", "|---|---|---|"]
-    for r in sorted((r for r in out["results"] if r["row"] == "model"),
-                    key=lambda r: (r["threads"], r["library"])):
+    models = sorted((r for r in out["results"] if r["row"] == "model"),
+                    key=lambda r: (r["threads"], r["library"]))
+    if models:
+        lines += ["", title, "", "| threads | model | ms |", "|---|---|---|"]
+    for r in models:
         lines.append(f"| {r['threads']} | {r['library']} | {r.get('median_ms', float('nan')):.2f} |")
     lines.append("")
     lines.append("sgemm 2048³ ceiling (same run), GFLOP/s: " + ", ".join(
@@ -138,6 +141,7 @@ def main() -> None:
     p.add_argument("--repeat", type=int, default=2)
     p.add_argument("--pools", nargs="+", default=["torch", "rnngraph"],
                    help="the adapter's thread pools to measure (rnngraph.torch.set_thread_pool)")
+    p.add_argument("--no-model", action="store_true", help="leave out the model step")
     p.add_argument("--out", type=Path)
     args = p.parse_args()
     rows = [row.id for row in parse_rows(args.rows)]
@@ -146,7 +150,7 @@ def main() -> None:
     out = {"command": ["benchmarks/bench_torch_adapter.py", *sys.argv[1:]],
            "machine": machine.cpu(), "rows": rows, "threads": args.threads, "timing": timing,
            "repeat": args.repeat, "pools": args.pools,
-           **measure(rows, args.threads, timing, args.repeat, args.pools)}
+           **measure(rows, args.threads, timing, args.repeat, args.pools, not args.no_model)}
     out["wall_s"] = time.perf_counter() - started
     path = args.out or RESULTS / f"torch-adapter-{time.strftime('%Y-%m-%dT%H%M%S')}.json"
     path.write_text(json.dumps(out, indent=1))

@@ -1,7 +1,8 @@
 """rnngraph's next call right after other thread pools in the same process ran on every core
 (issue: living beside PyTorch's OpenMP pool, ONNX Runtime's pool and NumPy's OpenBLAS).
 
-    python3 benchmarks/neighbours.py [--rows 2,4,5,8] [--threads N] [--reps 200] [--out F.json]
+    python3 benchmarks/neighbours.py [--rows 2,4,5,8] [--threads N] [--reps 200]
+                                     [--cases "all, calm" ...] [--out F.json]
 
 For each row, one fresh process per case measures rnngraph's call (ours.make_step) on
 --threads threads, with the median over --reps calls. Before every timed call, the case's
@@ -14,12 +15,17 @@ For each row, one fresh process per case measures rnngraph's call (ours.make_ste
   ort            an ONNX Runtime LSTM session run (intra_op_num_threads=N, spinning allowed);
   numpy          a NumPy matmul (its own OpenBLAS, N threads: its workers spin about 0.1 s);
   all            the three, back to back;
+  all, calm      the three, each told not to spin once it runs out of work: PyTorch's libgomp
+                 with OMP_WAIT_POLICY=PASSIVE, ONNX Runtime's session with
+                 session.intra_op.allow_spinning=0, NumPy's OpenBLAS with
+                 OPENBLAS_THREAD_TIMEOUT=4 (the shortest spin it takes);
   all, shared    the three, in a process that imported rnngraph.torch, whose default runs
                  rnngraph's parallel sections on torch's OpenMP threads (docs/pytorch.md);
   ... no fall-back  the same with the shared pool's fall-back to rnngraph's own workers off
                  (tuning::kHostPoolStallUs): what a stalling shared pool costs without it;
   paused, shared (and its "no fall-back" twin): the pause, with torch's pool shared.
 
+--cases picks cases (quiet, paused and all always run: the ratios need them).
 The shared cases also give the pool's stalled regions and the rests they started.
 Reports each median and its ratio to "quiet" (the issue's target: "all" at most 1.2), and to
 "paused", which separates what the other pools' threads cost from what the pause alone does.
@@ -29,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -40,24 +47,28 @@ sys.path.insert(0, str(HERE))
 from script_child import run_json
 
 PAUSE, ALL = ("pause",), ("torch", "ort", "numpy")
-CASES = {  # case: (neighbours run before each call, torch's pool shared, fall-back on)
-    "quiet": ((), False, True),
-    "paused": (PAUSE, False, True),
-    "torch": (("torch",), False, True),
-    "ort": (("ort",), False, True),
-    "numpy": (("numpy",), False, True),
-    "all": (ALL, False, True),
-    "all, shared": (ALL, True, True),
-    "all, shared, no fall-back": (ALL, True, False),
-    "paused, shared": (PAUSE, True, True),
-    "paused, shared, no fall-back": (PAUSE, True, False),
+CASES = {  # case: (neighbours run before each call, torch's pool shared, fall-back on, calm)
+    "quiet": ((), False, True, False),
+    "paused": (PAUSE, False, True, False),
+    "torch": (("torch",), False, True, False),
+    "ort": (("ort",), False, True, False),
+    "numpy": (("numpy",), False, True, False),
+    "all": (ALL, False, True, False),
+    "all, calm": (ALL, False, True, True),
+    "all, shared": (ALL, True, True, False),
+    "all, shared, no fall-back": (ALL, True, False, False),
+    "paused, shared": (PAUSE, True, True, False),
+    "paused, shared, no fall-back": (PAUSE, True, False, False),
 }
+ALWAYS = ("quiet", "paused", "all")
+# The environment of a calm case's process: libgomp and OpenBLAS read it when they load.
+CALM_ENV = {"OMP_WAIT_POLICY": "PASSIVE", "OPENBLAS_THREAD_TIMEOUT": "4"}
 
 
-def other_pools(names, threads: int, pause_s: float):
+def other_pools(names, threads: int, pause_s: float, calm: bool = False):
     """A call that runs the named neighbours back to back, each on ``threads`` threads:
-    torch (a matmul), ort (an ONNX Runtime LSTM session), numpy (a matmul), pause (a sleep of
-    ``pause_s``)."""
+    torch (a matmul), ort (an ONNX Runtime LSTM session, not spinning when ``calm``), numpy
+    (a matmul), pause (a sleep of ``pause_s``)."""
     calls = []
     if "torch" in names:
         import torch
@@ -69,7 +80,7 @@ def other_pools(names, threads: int, pause_s: float):
         import peers
         from rows import BY_ID
 
-        calls.append(peers.ort_step(BY_ID[4], threads))  # an LSTM inference session
+        calls.append(peers.ort_step(BY_ID[4], threads, spinning=not calm))  # an LSTM session
     if "numpy" in names:
         import numpy as np
         import threadpoolctl
@@ -89,7 +100,7 @@ def other_pools(names, threads: int, pause_s: float):
 
 def measure(case: str, row_id: int, threads: int, reps: int, pause_s: float) -> dict:
     """Median ms of rnngraph's call in this process, and how long the neighbours took."""
-    names, shared, fall_back = CASES[case]
+    names, shared, fall_back, calm = CASES[case]
     import ours
     from rows import BY_ID
 
@@ -101,7 +112,7 @@ def measure(case: str, row_id: int, threads: int, reps: int, pause_s: float) -> 
     core._set_host_pool_fall_back(fall_back)
     rnngraph.set_num_threads(threads)
     step = ours.make_step(BY_ID[row_id])
-    neighbours = other_pools(names, threads, pause_s)
+    neighbours = other_pools(names, threads, pause_s, calm)
     for _ in range(3):
         neighbours()
         step()
@@ -123,6 +134,7 @@ def measure(case: str, row_id: int, threads: int, reps: int, pause_s: float) -> 
 
 
 def run_case(case: str, row: int, a, pause_s: float = 0.0) -> dict:
+    env = {**os.environ, **CALM_ENV} if CASES[case][3] else None
     return run_json(
         __file__,
         [
@@ -136,18 +148,21 @@ def run_case(case: str, row: int, a, pause_s: float = 0.0) -> dict:
             "--pause",
             str(pause_s),
         ],
+        env=env,
     )
 
 
-def write(path: Path | None, results: list) -> None:
+def write(path: Path | None, results: list, chosen: list[str]) -> None:
     if path:
         cases = {
             c: [
                 *names,
                 *(["torch's pool shared"] if shared else []),
                 *([] if fall_back else ["no fall-back"]),
+                *([f"told not to spin: {CALM_ENV}, ONNX Runtime allow_spinning=0"] if calm else []),
             ]
-            for c, (names, shared, fall_back) in CASES.items()
+            for c, (names, shared, fall_back, calm) in CASES.items()
+            if c in chosen
         }
         path.write_text(
             json.dumps({"command": sys.argv, "cases": cases, "results": results}, indent=1)
@@ -165,6 +180,7 @@ def main(argv=None) -> None:
         default=None,
         help="seconds of the 'paused' case (default: what 'all' took, measured)",
     )
+    p.add_argument("--cases", nargs="+", choices=list(CASES), default=list(CASES))
     p.add_argument("--out", type=Path)
     p.add_argument("--child", nargs=2, metavar=("CASE", "ROW"), help=argparse.SUPPRESS)
     a = p.parse_args(argv)
@@ -175,11 +191,12 @@ def main(argv=None) -> None:
     if a.child:
         print(json.dumps(measure(a.child[0], int(a.child[1]), a.threads, a.reps, a.pause or 0)))
         return
+    chosen = [c for c in CASES if c in a.cases or c in ALWAYS]
     # the pause cases last: their pause is what "all" took
-    cases = [c for c in CASES if CASES[c][0] != PAUSE] + [c for c in CASES if CASES[c][0] == PAUSE]
+    cases = [c for c in chosen if CASES[c][0] != PAUSE] + [c for c in chosen if CASES[c][0] == PAUSE]
     print(f"{a.threads} threads, ms (ratio to quiet / to paused; stalled regions, rests)")
-    print("| row | " + " | ".join(CASES) + " |")
-    print("|---" * (len(CASES) + 1) + "|")
+    print("| row | " + " | ".join(chosen) + " |")
+    print("|---" * (len(chosen) + 1) + "|")
     results = []
     for row in [int(r) for r in a.rows.split(",")]:
         ms = {}
@@ -189,17 +206,17 @@ def main(argv=None) -> None:
                 pause_s = ms["all"]["neighbours_ms"] / 1e3 if a.pause is None else a.pause
             ms[case] = run_case(case, row, a, pause_s)
         quiet, paused = ms["quiet"]["ms"], ms["paused"]["ms"]
-        for case in CASES:
+        for case in chosen:
             ms[case]["ratio"] = ms[case]["ms"] / quiet
             ms[case]["ratio_to_paused"] = ms[case]["ms"] / paused
         results.append({"row": row, "threads": a.threads, "cases": ms})
-        write(a.out, results)  # each row as it is done
+        write(a.out, results, chosen)  # each row as it is done
 
         def cell(m: dict, shared: bool) -> str:
             text = f"{m['ms']:.3f} ({m['ratio']:.2f} / {m['ratio_to_paused']:.2f}"
             return text + (f"; {m['stalled_regions']}, {m['rests']})" if shared else ")")
 
-        cells = [cell(ms[c], CASES[c][1]) for c in CASES]
+        cells = [cell(ms[c], CASES[c][1]) for c in chosen]
         print(f"| {row} | " + " | ".join(cells) + " |", flush=True)
 
 

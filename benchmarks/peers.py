@@ -87,11 +87,14 @@ def onnx_model(row: Row, seed: int = 0) -> Any:
     return model
 
 
-def ort_options(threads: int) -> Any:
-    """ONNX Runtime session options: ``threads`` intra-op threads, sequential, one inter-op."""
+def ort_options(threads: int, spinning: bool = True) -> Any:
+    """ONNX Runtime session options: ``threads`` intra-op threads, sequential, one inter-op;
+    with ``spinning`` False, its workers block as soon as they run out of work."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
+    if not spinning:
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
@@ -99,14 +102,15 @@ def ort_options(threads: int) -> Any:
     return options
 
 
-def ort_step(row: Row, threads: int, seed: int = 0) -> Callable | None:
-    """ONNX Runtime CPU session for an infer row (None for train rows)."""
+def ort_step(row: Row, threads: int, seed: int = 0, spinning: bool = True) -> Callable | None:
+    """ONNX Runtime CPU session for an infer row (None for train rows); ``spinning``: as in
+    ort_options."""
     import onnxruntime as ort
 
     if row.mode != "infer":
         return None
     session = ort.InferenceSession(onnx_model(row, seed).SerializeToString(),
-                                   sess_options=ort_options(threads),
+                                   sess_options=ort_options(threads, spinning),
                                    providers=["CPUExecutionProvider"])
     rng = np.random.default_rng(seed + 1)
     D = 2 if row.bidirectional else 1
