@@ -7,9 +7,11 @@ Runtime, and the same-run sgemm ceiling, at each thread count.
     python3 benchmarks/bench_rnn.py --quick --threads sweep          # 1, 2, 4, 8, 16 (≤ CPUs)
     python3 benchmarks/bench_rnn.py --quick --under-load 8 --threads 16   # idle, then loaded
     python3 benchmarks/bench_rnn.py --in-process         # one process, with the settle check
+    python3 benchmarks/bench_rnn.py --rows 1-6 --threads sweep --processes 3   # best of 3
 
 By default each library, at each thread count, runs in a fresh process of its own
 (isolation.py, child.py), and so does the sgemm ceiling (at the start and end of each count).
+--processes P runs each of those P times and keeps each row's lowest median (isolation.py).
 --in-process keeps the older mode: all libraries in this process, timed in turns, each
 measurement after a settle check (settle.py). --under-load K measures everything idle, then
 again while K busy processes run (load.py). --time-limit (540 s with --quick) and
@@ -61,6 +63,9 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--budget", type=float,
                    help="seconds of repetitions per measurement (default 0.25 quick, 2 full)")
     p.add_argument("--out", type=Path, help="results JSON (default benchmarks/results/<date>.json)")
+    p.add_argument("--processes", type=int, default=1, metavar="P",
+                   help="isolated mode: P processes per (library, threads); each row keeps "
+                        "the lowest median")
     p.add_argument("--in-process", action="store_true",
                    help="all libraries in this process, timed in turns, with the settle check")
     p.add_argument("--under-load", type=int, metavar="K", default=0,
@@ -93,7 +98,7 @@ def measure(a: argparse.Namespace, bar: object) -> dict:
     import isolation
 
     return isolation.measure(a.rows, a.threads, a.timing, bar, a.child_timeout,
-                             a.started + a.time_limit)
+                             a.started + a.time_limit, a.processes)
 
 
 def _threads_meta(a: argparse.Namespace, infos: dict) -> dict:
@@ -125,6 +130,7 @@ def assemble(a: argparse.Namespace, idle: dict, loaded: dict | None, load: dict 
         "threads": _threads_meta(a, infos),
         "timing": a.timing | {"clock": "time.perf_counter", "warmup": "2 calls (1 if > 0.5 s)",
                               "order": order, "child_timeout_s": a.child_timeout,
+                              "processes_per_library": 1 if a.in_process else a.processes,
                               "time_limit_s": None if a.time_limit == float("inf")
                               else a.time_limit},
         "quick": a.quick, "mode": mode, "under_load_k": a.under_load,
@@ -169,7 +175,8 @@ def main(argv: list[str] | None = None) -> None:
     a = arguments(argv)
     a.started = started
     start_load, others = machine.load_average(), {"start": machine.busy_processes()}
-    jobs = len(a.threads) * (2 + sum(len(libraries_for(row)) for row in a.rows))
+    per_process = 1 if a.in_process else a.processes
+    jobs = len(a.threads) * (2 + per_process * sum(len(libraries_for(row)) for row in a.rows))
     jobs += BY_ID[1] in a.rows
     loaded = load = None
     bar = progress.bar(jobs * (2 if a.under_load else 1))

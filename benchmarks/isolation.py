@@ -4,6 +4,15 @@ process of its own (child.py), so no other library's thread pool exists where it
 Per thread count, in order: the sgemm ceiling (and dgemm's, when float64 rows run), rnngraph,
 ONNX Runtime, oneDNN, PyTorch, the ceiling again (each a process; oneDNN's child starts its
 C++ driver, onednn_peer.py, a process per row). The parent only starts the processes and collects their lines.
+
+With ``processes`` above 1 each library runs that many processes in a row at each thread
+count, and each row keeps the entry of the process with the lowest median (its
+"process_medians_ms" lists them all): the virtual machines measured here have slow spells
+of seconds that move a median by up to half (row 1 on one thread of the 2-core machine, ten
+medians of 2000 calls in a row in one process: 76, 64, 76, 75, 76, 76, 70, 73, 53, 53 µs;
+on the 16-core machine one process's median 0.089 ms with calls as fast as 0.059, and ONNX
+Runtime's medians 0.065 to 0.12 ms from one thread count's process to the next), and a slow
+spell only ever adds time.
 """
 
 from __future__ import annotations
@@ -102,10 +111,22 @@ def _collect(messages: list, how: dict, out: dict) -> None:
         out["infos"].setdefault(info["library"], info)
 
 
+def _fastest(entries: list[dict]) -> dict | None:
+    """The entry with the lowest median of one row's processes, listing every median."""
+    timed = [e for e in entries if "median_ms" in e]
+    if not timed:
+        return entries[0] if entries else None
+    if len(entries) == 1:
+        return entries[0]
+    best = min(timed, key=lambda e: e["median_ms"])
+    return {**best, "process_medians_ms": [e["median_ms"] for e in timed]}
+
+
 def measure(rows: list[Row], threads: list[int], timing: dict, bar: Any,
-            timeout_s: float = 600.0, deadline: float = float("inf")) -> dict:
-    """Every library on ``rows`` at each thread count, each (library, threads) a process
-    given at most ``timeout_s`` and stopped at ``deadline`` (time.perf_counter's clock).
+            timeout_s: float = 600.0, deadline: float = float("inf"), processes: int = 1) -> dict:
+    """Every library on ``rows`` at each thread count, each (library, threads) ``processes``
+    processes (the module docstring), each given at most ``timeout_s`` and stopped at
+    ``deadline`` (time.perf_counter's clock).
     Returns {"results", "ceiling", "processes", "versions", "infos"}."""
     out: dict = {"results": [], "ceiling": {}, "processes": [], "versions": {}, "infos": {}}
 
@@ -123,24 +144,32 @@ def measure(rows: list[Row], threads: list[int], timing: dict, bar: Any,
                 continue
             default = library == "rnngraph" and default_wanted
             bar.set_description(f"{n} thr {library}")
-            spec = {"library": library, "threads": n, "rows": mine, "timing": timing,
-                    "default_row1": default}
-            messages, how = run_child(spec, limit(), bar)
-            _collect(messages, how, out)
-            for m in messages:
-                if m["kind"] == "row" and m["entry"] is not None:
-                    entries[m["row"]][library] = m["entry"]
+            found_rows: dict = {row_id: [] for row_id in mine}
+            for attempt in range(processes):
+                spec = {"library": library, "threads": n, "rows": mine, "timing": timing,
+                        "default_row1": default and attempt == 0}
+                attempt_messages, how = run_child(spec, limit(), bar)
+                _collect(attempt_messages, how, out)
+                for m in attempt_messages:
+                    if m["kind"] == "row" and m["entry"] is not None:
+                        found_rows[m["row"]].append(m["entry"])
+                if attempt == 0:
+                    messages = attempt_messages
+            for row_id, row_entries in found_rows.items():
+                best = _fastest(row_entries)
+                if best is not None:
+                    entries[row_id][library] = best
             if default:
                 found = [m for m in messages if m["kind"] == "default"]
                 out["results"].insert(0, default_record(found[0]["entry"], found[0]["threads_used"])
                                       if found else default_record(_failure(how), None))
                 bar.update(not found)
                 default_wanted = False
-            done = {m["row"] for m in messages if m["kind"] == "row"}
+            done = {row_id for row_id, row_entries in found_rows.items() if row_entries}
             for row_id in mine:
                 if row_id not in done:
                     entries[row_id][library] = _failure(how)
-            bar.update(len(mine) - len(done))
+            bar.update(processes * len(mine) - sum(map(len, found_rows.values())))
         end = _ceiling(n, timing, limit(), bar, out, dgemm)
         ceiling = merge_ceiling(start, end)
         if "gflops" in ceiling:

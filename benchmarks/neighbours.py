@@ -23,12 +23,14 @@ For each row, one fresh process per case measures rnngraph's call (ours.make_ste
                  rnngraph's parallel sections on torch's OpenMP threads (docs/pytorch.md);
   ... no fall-back  the same with the shared pool's fall-back to rnngraph's own workers off
                  (tuning::kHostPoolStallUs): what a stalling shared pool costs without it;
-  paused, shared (and its "no fall-back" twin): the pause, with torch's pool shared.
+  paused, shared (and its "no fall-back" twin): the pause, with torch's pool shared;
+  paused, calm   a sleep as long as the neighbours of "all, calm" take (calm ones finish
+                 sooner): the pause that case is compared with.
 
 --cases picks cases (quiet, paused and all always run: the ratios need them).
 The shared cases also give the pool's stalled regions and the rests they started.
 Reports each median and its ratio to "quiet" (the issue's target: "all" at most 1.2), and to
-"paused", which separates what the other pools' threads cost from what the pause alone does.
+"paused" ("all, calm": to "paused, calm"), which separates what the other pools' threads cost from what the pause alone does.
 """
 
 from __future__ import annotations
@@ -59,8 +61,13 @@ CASES = {  # case: (neighbours run before each call, torch's pool shared, fall-b
     "all, shared, no fall-back": (ALL, True, False, False),
     "paused, shared": (PAUSE, True, True, False),
     "paused, shared, no fall-back": (PAUSE, True, False, False),
+    "paused, calm": (PAUSE, False, True, False),
 }
 ALWAYS = ("quiet", "paused", "all")
+# A case compared with a pause of its own length (default: "paused", as long as "all"), and
+# the pause cases whose length a case other than "all" sets.
+OWN_PAUSE = {"all, calm": "paused, calm"}
+PAUSE_OF = {pause: case for case, pause in OWN_PAUSE.items()}
 # The environment of a calm case's process: libgomp and OpenBLAS read it when they load.
 CALM_ENV = {"OMP_WAIT_POLICY": "PASSIVE", "OPENBLAS_THREAD_TIMEOUT": "4"}
 
@@ -191,7 +198,8 @@ def main(argv=None) -> None:
     if a.child:
         print(json.dumps(measure(a.child[0], int(a.child[1]), a.threads, a.reps, a.pause or 0)))
         return
-    chosen = [c for c in CASES if c in a.cases or c in ALWAYS]
+    wanted = set(a.cases) | set(ALWAYS) | {OWN_PAUSE[c] for c in a.cases if c in OWN_PAUSE}
+    chosen = [c for c in CASES if c in wanted]
     # the pause cases last: their pause is what "all" took
     cases = [c for c in chosen if CASES[c][0] != PAUSE] + [c for c in chosen if CASES[c][0] == PAUSE]
     print(f"{a.threads} threads, ms (ratio to quiet / to paused; stalled regions, rests)")
@@ -203,12 +211,13 @@ def main(argv=None) -> None:
         for case in cases:
             pause_s = 0.0
             if CASES[case][0] == PAUSE:
-                pause_s = ms["all"]["neighbours_ms"] / 1e3 if a.pause is None else a.pause
+                length_of = PAUSE_OF.get(case, "all")
+                pause_s = ms[length_of]["neighbours_ms"] / 1e3 if a.pause is None else a.pause
             ms[case] = run_case(case, row, a, pause_s)
-        quiet, paused = ms["quiet"]["ms"], ms["paused"]["ms"]
+        quiet = ms["quiet"]["ms"]
         for case in chosen:
             ms[case]["ratio"] = ms[case]["ms"] / quiet
-            ms[case]["ratio_to_paused"] = ms[case]["ms"] / paused
+            ms[case]["ratio_to_paused"] = ms[case]["ms"] / ms[OWN_PAUSE.get(case, "paused")]["ms"]
         results.append({"row": row, "threads": a.threads, "cases": ms})
         write(a.out, results, chosen)  # each row as it is done
 

@@ -111,12 +111,15 @@ def table(results: dict) -> str:
         f" (dgemm {c['dgemm']['gflops']:.0f})" if "gflops" in c.get("dgemm", {}) else "")
         for n, c in results["ceiling"].items()) or "not measured"
     meta = results["meta"]
+    processes = meta.get("timing", {}).get("processes_per_library", 1)
+    best_of = (f" Each library's figures: the process with the lowest median of {processes} "
+               "at each thread count." if processes > 1 else "")
     lines += [
         "",
         ("ms: median (min). vs X: X's median / rnngraph's median (> 1: rnngraph is faster). "
          "GFLOP/s: the oneDNN FLOP count (forward 2·G·H·N·(I+H)·T per direction, train 3×) over "
          "the median. of ceiling: of the same run's 2048³ sgemm (dgemm for float64 rows), "
-         f"{meta['versions']['rnngraph_blas']['core']} core: {ceilings}."),
+         f"{meta['versions']['rnngraph_blas']['core']} core: {ceilings}.{best_of}"),
         (f"{meta['machine']['model']}, {meta['machine']['usable_cpus']} CPUs; load average "
          f"{meta['load_average_start'][0]:.2f} at start, {meta['load_average_end'][0]:.2f} at end; "
          f"commit {(meta['git']['commit'] or '?')[:10]}{' (dirty)' * bool(meta['git']['dirty'])}; "
