@@ -11,7 +11,8 @@ Runtime, and the same-run sgemm ceiling, at each thread count.
 
 By default each library, at each thread count, runs in a fresh process of its own
 (isolation.py, child.py), and so does the sgemm ceiling (at the start and end of each count).
---processes P runs each of those P times and keeps each row's lowest median (isolation.py).
+--processes P runs each library's process P times and keeps each row's lowest median
+(isolation.py; the sgemm ceiling stays one process at each end).
 --in-process keeps the older mode: all libraries in this process, timed in turns, each
 measurement after a settle check (settle.py). --under-load K measures everything idle, then
 again while K busy processes run (load.py). --time-limit (540 s with --quick) and
@@ -53,6 +54,13 @@ def thread_counts(words: list[str]) -> list[int]:
     return list(dict.fromkeys(counts))
 
 
+def positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a count of at least 1, got {value}")
+    return value
+
+
 def arguments(argv: list[str] | None = None) -> argparse.Namespace:
     """The command line (see the module docstring)."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -63,7 +71,7 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--budget", type=float,
                    help="seconds of repetitions per measurement (default 0.25 quick, 2 full)")
     p.add_argument("--out", type=Path, help="results JSON (default benchmarks/results/<date>.json)")
-    p.add_argument("--processes", type=int, default=1, metavar="P",
+    p.add_argument("--processes", type=positive, default=1, metavar="P",
                    help="isolated mode: P processes per (library, threads); each row keeps "
                         "the lowest median")
     p.add_argument("--in-process", action="store_true",
@@ -76,6 +84,8 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
                    help="seconds for the whole run: later processes are stopped, their rows "
                         "recorded as errors (default 540 with --quick, else none)")
     a = p.parse_args(argv)
+    if a.in_process and a.processes > 1:
+        p.error("--processes: the isolated mode's (--in-process times every library in this one)")
     a.threads = thread_counts(a.threads)
     a.rows = parse_rows(a.rows) if a.rows else [BY_ID[i] for i in QUICK_ROWS] if a.quick else ROWS
     a.timing = ({"budget_s": 0.25, "min_reps": 5, "settle_s": 0.1, "rounds": 2} if a.quick

@@ -11,9 +11,10 @@ ours.make_step), "rnngraph.torch" (adapter.row_step: forward, then output.backwa
 every gradient; once per --pools entry: on torch's OpenMP threads and on rnngraph's own
 workers) and "torch" (peers.torch_step, the same step with torch.nn). The sequence runs
 --repeat times; each library's figure is its lowest median over the repeats (a shared
-machine's slow spells only ever add time). The model step (adapter.model_step) runs with the
-default OpenMP wait policy and with OMP_WAIT_POLICY=PASSIVE (torch's threads then sleep at
-once after each of its layers instead of spinning on the cores rnngraph's call needs).
+machine's slow spells only ever add time). Unless --no-model, the model step
+(adapter.model_step) runs with the default OpenMP wait policy and with
+OMP_WAIT_POLICY=PASSIVE (torch's threads then sleep at once after each of its layers instead
+of spinning on the cores rnngraph's call needs).
 Writes JSON and a Markdown table to benchmarks/results/.
 """
 
@@ -126,7 +127,8 @@ def table(out: dict) -> str:
     if models:
         lines += ["", title, "", "| threads | model | ms |", "|---|---|---|"]
     for r in models:
-        lines.append(f"| {r['threads']} | {r['library']} | {r.get('median_ms', float('nan')):.2f} |")
+        ms = r.get("median_ms", float("nan"))
+        lines.append(f"| {r['threads']} | {r['library']} | {ms:.2f} |")
     lines.append("")
     lines.append("sgemm 2048³ ceiling (same run), GFLOP/s: " + ", ".join(
         f"{n} thr {g:.0f}" for n, g in out["ceiling_gflops"].items() if g))

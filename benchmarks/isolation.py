@@ -3,16 +3,18 @@ process of its own (child.py), so no other library's thread pool exists where it
 
 Per thread count, in order: the sgemm ceiling (and dgemm's, when float64 rows run), rnngraph,
 ONNX Runtime, oneDNN, PyTorch, the ceiling again (each a process; oneDNN's child starts its
-C++ driver, onednn_peer.py, a process per row). The parent only starts the processes and collects their lines.
+C++ driver, onednn_peer.py, a process per row). The parent only starts the processes and
+collects their lines.
 
 With ``processes`` above 1 each library runs that many processes in a row at each thread
 count, and each row keeps the entry of the process with the lowest median (its
 "process_medians_ms" lists them all): the virtual machines measured here have slow spells
-of seconds that move a median by up to half (row 1 on one thread of the 2-core machine, ten
-medians of 2000 calls in a row in one process: 76, 64, 76, 75, 76, 76, 70, 73, 53, 53 µs;
-on the 16-core machine one process's median 0.089 ms with calls as fast as 0.059, and ONNX
-Runtime's medians 0.065 to 0.12 ms from one thread count's process to the next), and a slow
-spell only ever adds time.
+of seconds that move a median by up to half (an ad-hoc probe, row 1 on one thread of the
+2-core machine, ten medians of 2000 calls in a row in one process: 76, 64, 76, 75, 76, 76,
+70, 73, 53, 53 µs; on the 16-core machine, machine16-infer-sweep-2026-11-29 and
+machine16-small-1thread-avx512-2026-11-29 (not committed): ONNX Runtime's row 1 medians
+from 0.065 to 0.12 ms from one thread count's process to the next), and a slow spell only
+ever adds time. The default thread count's row 1 is timed in the first process that gives it.
 """
 
 from __future__ import annotations
@@ -111,15 +113,17 @@ def _collect(messages: list, how: dict, out: dict) -> None:
         out["infos"].setdefault(info["library"], info)
 
 
-def _fastest(entries: list[dict]) -> dict | None:
-    """The entry with the lowest median of one row's processes, listing every median."""
+def _fastest(entries: list[dict], processes: int) -> dict | None:
+    """The entry with the lowest median of one row's ``processes`` processes; with more than
+    one, listing every median and how many processes there were."""
     timed = [e for e in entries if "median_ms" in e]
     if not timed:
         return entries[0] if entries else None
-    if len(entries) == 1:
-        return entries[0]
     best = min(timed, key=lambda e: e["median_ms"])
-    return {**best, "process_medians_ms": [e["median_ms"] for e in timed]}
+    if processes == 1:
+        return best
+    return {**best, "process_medians_ms": [e["median_ms"] for e in timed],
+            "processes": processes}
 
 
 def measure(rows: list[Row], threads: list[int], timing: dict, bar: Any,
@@ -145,31 +149,42 @@ def measure(rows: list[Row], threads: list[int], timing: dict, bar: Any,
             default = library == "rnngraph" and default_wanted
             bar.set_description(f"{n} thr {library}")
             found_rows: dict = {row_id: [] for row_id in mine}
+            answered: set = set()  # rows some process gave a message for (entry or None)
+            messages_seen = 0
+            failures: dict = {}  # row -> how the first process that left it out ran
+            default_found: list = []
+            default_how: dict = {}
             for attempt in range(processes):
+                # The default thread count's row 1 is timed once: until a process gives it.
+                asked = default and not default_found
                 spec = {"library": library, "threads": n, "rows": mine, "timing": timing,
-                        "default_row1": default and attempt == 0}
-                attempt_messages, how = run_child(spec, limit(), bar)
-                _collect(attempt_messages, how, out)
-                for m in attempt_messages:
+                        "default_row1": asked}
+                messages, how = run_child(spec, limit(), bar)
+                _collect(messages, how, out)
+                rows_here = {m["row"] for m in messages if m["kind"] == "row"}
+                messages_seen += len(rows_here)
+                answered |= rows_here
+                for m in messages:
                     if m["kind"] == "row" and m["entry"] is not None:
                         found_rows[m["row"]].append(m["entry"])
-                if attempt == 0:
-                    messages = attempt_messages
+                for row_id in set(mine) - rows_here:
+                    failures.setdefault(row_id, how)
+                if asked:
+                    default_found = [m for m in messages if m["kind"] == "default"]
+                    default_how = how
             for row_id, row_entries in found_rows.items():
-                best = _fastest(row_entries)
+                best = _fastest(row_entries, processes)
                 if best is not None:
                     entries[row_id][library] = best
+                elif row_id not in answered:  # (answered with None: a row it lacks)
+                    entries[row_id][library] = _failure(failures[row_id])
             if default:
-                found = [m for m in messages if m["kind"] == "default"]
+                found = default_found
                 out["results"].insert(0, default_record(found[0]["entry"], found[0]["threads_used"])
-                                      if found else default_record(_failure(how), None))
+                                      if found else default_record(_failure(default_how), None))
                 bar.update(not found)
                 default_wanted = False
-            done = {row_id for row_id, row_entries in found_rows.items() if row_entries}
-            for row_id in mine:
-                if row_id not in done:
-                    entries[row_id][library] = _failure(how)
-            bar.update(processes * len(mine) - sum(map(len, found_rows.values())))
+            bar.update(processes * len(mine) - messages_seen)
         end = _ceiling(n, timing, limit(), bar, out, dgemm)
         ceiling = merge_ceiling(start, end)
         if "gflops" in ceiling:

@@ -27,10 +27,12 @@ For each row, one fresh process per case measures rnngraph's call (ours.make_ste
   paused, calm   a sleep as long as the neighbours of "all, calm" take (calm ones finish
                  sooner): the pause that case is compared with.
 
---cases picks cases (quiet, paused and all always run: the ratios need them).
+--cases picks cases (quiet, paused and all always run: the ratios need them; "all, calm"
+and "paused, calm" run together).
 The shared cases also give the pool's stalled regions and the rests they started.
 Reports each median and its ratio to "quiet" (the issue's target: "all" at most 1.2), and to
-"paused" ("all, calm": to "paused, calm"), which separates what the other pools' threads cost from what the pause alone does.
+"paused" ("all, calm": to "paused, calm"), which separates what the other pools' threads
+cost from what the pause alone does.
 """
 
 from __future__ import annotations
@@ -141,7 +143,11 @@ def measure(case: str, row_id: int, threads: int, reps: int, pause_s: float) -> 
 
 
 def run_case(case: str, row: int, a, pause_s: float = 0.0) -> dict:
-    env = {**os.environ, **CALM_ENV} if CASES[case][3] else None
+    # Only a calm case's neighbours are told not to spin: the others run without those
+    # variables, whatever the caller's shell set.
+    env = {k: v for k, v in os.environ.items() if k not in CALM_ENV}
+    if CASES[case][3]:
+        env.update(CALM_ENV)
     return run_json(
         __file__,
         [
@@ -185,7 +191,8 @@ def main(argv=None) -> None:
         "--pause",
         type=float,
         default=None,
-        help="seconds of the 'paused' case (default: what 'all' took, measured)",
+        help="seconds of every pause case (default: what the case it is matched with took, "
+        "measured: 'all', or 'all, calm' for 'paused, calm')",
     )
     p.add_argument("--cases", nargs="+", choices=list(CASES), default=list(CASES))
     p.add_argument("--out", type=Path)
@@ -198,10 +205,13 @@ def main(argv=None) -> None:
     if a.child:
         print(json.dumps(measure(a.child[0], int(a.child[1]), a.threads, a.reps, a.pause or 0)))
         return
-    wanted = set(a.cases) | set(ALWAYS) | {OWN_PAUSE[c] for c in a.cases if c in OWN_PAUSE}
+    wanted = set(a.cases) | set(ALWAYS)
+    wanted |= {OWN_PAUSE[c] for c in a.cases if c in OWN_PAUSE}  # each with its own pause
+    wanted |= {PAUSE_OF[c] for c in a.cases if c in PAUSE_OF}  # and each pause with its case
     chosen = [c for c in CASES if c in wanted]
     # the pause cases last: their pause is what "all" took
-    cases = [c for c in chosen if CASES[c][0] != PAUSE] + [c for c in chosen if CASES[c][0] == PAUSE]
+    pauses = [c for c in chosen if CASES[c][0] == PAUSE]
+    cases = [c for c in chosen if c not in pauses] + pauses
     print(f"{a.threads} threads, ms (ratio to quiet / to paused; stalled regions, rests)")
     print("| row | " + " | ".join(chosen) + " |")
     print("|---" * (len(chosen) + 1) + "|")

@@ -112,8 +112,8 @@ def table(results: dict) -> str:
         for n, c in results["ceiling"].items()) or "not measured"
     meta = results["meta"]
     processes = meta.get("timing", {}).get("processes_per_library", 1)
-    best_of = (f" Each library's figures: the process with the lowest median of {processes} "
-               "at each thread count." if processes > 1 else "")
+    best_of = (f" Each cell: the lowest of {processes} processes' medians (the default thread "
+               "count's row 1: one process)." if processes > 1 else "")
     lines += [
         "",
         ("ms: median (min). vs X: X's median / rnngraph's median (> 1: rnngraph is faster). "
