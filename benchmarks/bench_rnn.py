@@ -140,7 +140,7 @@ def assemble(a: argparse.Namespace, idle: dict, loaded: dict | None, load: dict 
         "threads": _threads_meta(a, infos),
         "timing": a.timing | {"clock": "time.perf_counter", "warmup": "2 calls (1 if > 0.5 s)",
                               "order": order, "child_timeout_s": a.child_timeout,
-                              "processes_per_library": 1 if a.in_process else a.processes,
+                              "processes_per_library": a.processes,
                               "time_limit_s": None if a.time_limit == float("inf")
                               else a.time_limit},
         "quick": a.quick, "mode": mode, "under_load_k": a.under_load,
@@ -185,8 +185,7 @@ def main(argv: list[str] | None = None) -> None:
     a = arguments(argv)
     a.started = started
     start_load, others = machine.load_average(), {"start": machine.busy_processes()}
-    per_process = 1 if a.in_process else a.processes
-    jobs = len(a.threads) * (2 + per_process * sum(len(libraries_for(row)) for row in a.rows))
+    jobs = len(a.threads) * (2 + a.processes * sum(len(libraries_for(row)) for row in a.rows))
     jobs += BY_ID[1] in a.rows
     loaded = load = None
     bar = progress.bar(jobs * (2 if a.under_load else 1))

@@ -14,7 +14,7 @@ of seconds that move a median by up to half (an ad-hoc probe, row 1 on one threa
 70, 73, 53, 53 µs; on the 16-core machine, machine16-infer-sweep-2026-11-29 and
 machine16-small-1thread-avx512-2026-11-29 (not committed): ONNX Runtime's row 1 medians
 from 0.065 to 0.12 ms from one thread count's process to the next), and a slow spell only
-ever adds time. The default thread count's row 1 is timed in the first process that gives it.
+ever adds time. The default thread count's row 1 is timed in the first process only.
 """
 
 from __future__ import annotations
@@ -114,11 +114,11 @@ def _collect(messages: list, how: dict, out: dict) -> None:
 
 
 def _fastest(entries: list[dict], processes: int) -> dict | None:
-    """The entry with the lowest median of one row's ``processes`` processes; with more than
-    one, listing every median and how many processes there were."""
+    """The entry with the lowest median of one row's ``processes`` processes (None if none
+    gave one); with more than one process, listing every median and how many there were."""
     timed = [e for e in entries if "median_ms" in e]
     if not timed:
-        return entries[0] if entries else None
+        return entries[0] if entries else None  # (an error entry)
     best = min(timed, key=lambda e: e["median_ms"])
     if processes == 1:
         return best
@@ -148,43 +148,30 @@ def measure(rows: list[Row], threads: list[int], timing: dict, bar: Any,
                 continue
             default = library == "rnngraph" and default_wanted
             bar.set_description(f"{n} thr {library}")
-            found_rows: dict = {row_id: [] for row_id in mine}
-            answered: set = set()  # rows some process gave a message for (entry or None)
-            messages_seen = 0
-            failures: dict = {}  # row -> how the first process that left it out ran
-            default_found: list = []
-            default_how: dict = {}
+            attempts = []  # (messages, how) of each process
             for attempt in range(processes):
-                # The default thread count's row 1 is timed once: until a process gives it.
-                asked = default and not default_found
                 spec = {"library": library, "threads": n, "rows": mine, "timing": timing,
-                        "default_row1": asked}
+                        "default_row1": default and attempt == 0}
                 messages, how = run_child(spec, limit(), bar)
                 _collect(messages, how, out)
-                rows_here = {m["row"] for m in messages if m["kind"] == "row"}
-                messages_seen += len(rows_here)
-                answered |= rows_here
-                for m in messages:
-                    if m["kind"] == "row" and m["entry"] is not None:
-                        found_rows[m["row"]].append(m["entry"])
-                for row_id in set(mine) - rows_here:
-                    failures.setdefault(row_id, how)
-                if asked:
-                    default_found = [m for m in messages if m["kind"] == "default"]
-                    default_how = how
-            for row_id, row_entries in found_rows.items():
-                best = _fastest(row_entries, processes)
-                if best is not None:
-                    entries[row_id][library] = best
-                elif row_id not in answered:  # (answered with None: a row it lacks)
-                    entries[row_id][library] = _failure(failures[row_id])
+                attempts.append((messages, how))
+            answers = [m for messages, _ in attempts for m in messages if m["kind"] == "row"]
+            for row_id in mine:
+                given = [m["entry"] for m in answers if m["row"] == row_id]
+                if not given:  # every process left it out: the first one's failure says why
+                    entries[row_id][library] = _failure(next(
+                        how for messages, how in attempts
+                        if not any(m["kind"] == "row" and m["row"] == row_id for m in messages)))
+                elif best := _fastest([e for e in given if e is not None], processes):
+                    entries[row_id][library] = best  # (None only: a row the library lacks)
             if default:
-                found = default_found
+                messages, how = attempts[0]
+                found = [m for m in messages if m["kind"] == "default"]
                 out["results"].insert(0, default_record(found[0]["entry"], found[0]["threads_used"])
-                                      if found else default_record(_failure(default_how), None))
+                                      if found else default_record(_failure(how), None))
                 bar.update(not found)
                 default_wanted = False
-            bar.update(processes * len(mine) - messages_seen)
+            bar.update(processes * len(mine) - len(answers))
         end = _ceiling(n, timing, limit(), bar, out, dgemm)
         ceiling = merge_ceiling(start, end)
         if "gflops" in ceiling:

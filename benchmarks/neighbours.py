@@ -44,6 +44,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -51,25 +52,44 @@ sys.path.insert(0, str(HERE))
 from script_child import run_json
 
 PAUSE, ALL = ("pause",), ("torch", "ort", "numpy")
-CASES = {  # case: (neighbours run before each call, torch's pool shared, fall-back on, calm)
-    "quiet": ((), False, True, False),
-    "paused": (PAUSE, False, True, False),
-    "torch": (("torch",), False, True, False),
-    "ort": (("ort",), False, True, False),
-    "numpy": (("numpy",), False, True, False),
-    "all": (ALL, False, True, False),
-    "all, calm": (ALL, False, True, True),
-    "all, shared": (ALL, True, True, False),
-    "all, shared, no fall-back": (ALL, True, False, False),
-    "paused, shared": (PAUSE, True, True, False),
-    "paused, shared, no fall-back": (PAUSE, True, False, False),
-    "paused, calm": (PAUSE, False, True, False),
+class Case(NamedTuple):
+    neighbours: tuple[str, ...]  # run before each call (PAUSE: a sleep)
+    shared: bool = False  # torch's OpenMP pool shared (rnngraph.torch imported)
+    fall_back: bool = True  # the shared pool's fall-back to rnngraph's own workers
+    calm: bool = False  # the neighbours told to block once idle (CALM_ENV)
+    # A pause case: the case whose neighbours' time it sleeps, and whose ratio it is the
+    # denominator of ("paused" for every case without a pause of its own).
+    pause_of: str = "all"
+
+    @property
+    def pause(self) -> bool:
+        return self.neighbours == PAUSE
+
+
+CASES = {
+    "quiet": Case(()),
+    "paused": Case(PAUSE),
+    "torch": Case(("torch",)),
+    "ort": Case(("ort",)),
+    "numpy": Case(("numpy",)),
+    "all": Case(ALL),
+    "all, calm": Case(ALL, calm=True),
+    "all, shared": Case(ALL, shared=True),
+    "all, shared, no fall-back": Case(ALL, shared=True, fall_back=False),
+    "paused, shared": Case(PAUSE, shared=True),
+    "paused, shared, no fall-back": Case(PAUSE, shared=True, fall_back=False),
+    "paused, calm": Case(PAUSE, pause_of="all, calm"),
 }
 ALWAYS = ("quiet", "paused", "all")
-# A case compared with a pause of its own length (default: "paused", as long as "all"), and
-# the pause cases whose length a case other than "all" sets.
-OWN_PAUSE = {"all, calm": "paused, calm"}
-PAUSE_OF = {pause: case for case, pause in OWN_PAUSE.items()}
+
+
+def own_pause(case: str) -> str:
+    """The pause case ``case`` is compared with: one as long as its own neighbours, if there
+    is one, else "paused"."""
+    return next((name for name, c in CASES.items()
+                 if c.pause and not c.shared and c.pause_of == case), "paused")
+
+
 # The environment of a calm case's process: libgomp and OpenBLAS read it when they load.
 CALM_ENV = {"OMP_WAIT_POLICY": "PASSIVE", "OPENBLAS_THREAD_TIMEOUT": "4"}
 
@@ -109,7 +129,7 @@ def other_pools(names, threads: int, pause_s: float, calm: bool = False):
 
 def measure(case: str, row_id: int, threads: int, reps: int, pause_s: float) -> dict:
     """Median ms of rnngraph's call in this process, and how long the neighbours took."""
-    names, shared, fall_back, calm = CASES[case]
+    names, shared, fall_back, calm, _ = CASES[case]
     import ours
     from rows import BY_ID
 
@@ -146,7 +166,7 @@ def run_case(case: str, row: int, a, pause_s: float = 0.0) -> dict:
     # Only a calm case's neighbours are told not to spin: the others run without those
     # variables, whatever the caller's shell set.
     env = {k: v for k, v in os.environ.items() if k not in CALM_ENV}
-    if CASES[case][3]:
+    if CASES[case].calm:
         env.update(CALM_ENV)
     return run_json(
         __file__,
@@ -174,7 +194,7 @@ def write(path: Path | None, results: list, chosen: list[str]) -> None:
                 *([] if fall_back else ["no fall-back"]),
                 *([f"told not to spin: {CALM_ENV}, ONNX Runtime allow_spinning=0"] if calm else []),
             ]
-            for c, (names, shared, fall_back, calm) in CASES.items()
+            for c, (names, shared, fall_back, calm, _) in CASES.items()
             if c in chosen
         }
         path.write_text(
@@ -205,12 +225,12 @@ def main(argv=None) -> None:
     if a.child:
         print(json.dumps(measure(a.child[0], int(a.child[1]), a.threads, a.reps, a.pause or 0)))
         return
-    wanted = set(a.cases) | set(ALWAYS)
-    wanted |= {OWN_PAUSE[c] for c in a.cases if c in OWN_PAUSE}  # each with its own pause
-    wanted |= {PAUSE_OF[c] for c in a.cases if c in PAUSE_OF}  # and each pause with its case
+    # each case with its own pause, and each pause case with the case it sleeps as long as
+    wanted = set(a.cases) | set(ALWAYS) | {own_pause(c) for c in a.cases}
+    wanted |= {CASES[c].pause_of for c in a.cases if CASES[c].pause}
     chosen = [c for c in CASES if c in wanted]
-    # the pause cases last: their pause is what "all" took
-    pauses = [c for c in chosen if CASES[c][0] == PAUSE]
+    # the pause cases last: each sleeps as long as its pause_of case's neighbours took
+    pauses = [c for c in chosen if CASES[c].pause]
     cases = [c for c in chosen if c not in pauses] + pauses
     print(f"{a.threads} threads, ms (ratio to quiet / to paused; stalled regions, rests)")
     print("| row | " + " | ".join(chosen) + " |")
@@ -220,14 +240,14 @@ def main(argv=None) -> None:
         ms = {}
         for case in cases:
             pause_s = 0.0
-            if CASES[case][0] == PAUSE:
-                length_of = PAUSE_OF.get(case, "all")
-                pause_s = ms[length_of]["neighbours_ms"] / 1e3 if a.pause is None else a.pause
+            if CASES[case].pause:
+                pause_of = CASES[case].pause_of
+                pause_s = ms[pause_of]["neighbours_ms"] / 1e3 if a.pause is None else a.pause
             ms[case] = run_case(case, row, a, pause_s)
         quiet = ms["quiet"]["ms"]
         for case in chosen:
             ms[case]["ratio"] = ms[case]["ms"] / quiet
-            ms[case]["ratio_to_paused"] = ms[case]["ms"] / ms[OWN_PAUSE.get(case, "paused")]["ms"]
+            ms[case]["ratio_to_paused"] = ms[case]["ms"] / ms[own_pause(case)]["ms"]
         results.append({"row": row, "threads": a.threads, "cases": ms})
         write(a.out, results, chosen)  # each row as it is done
 
@@ -235,7 +255,7 @@ def main(argv=None) -> None:
             text = f"{m['ms']:.3f} ({m['ratio']:.2f} / {m['ratio_to_paused']:.2f}"
             return text + (f"; {m['stalled_regions']}, {m['rests']})" if shared else ")")
 
-        cells = [cell(ms[c], CASES[c][1]) for c in chosen]
+        cells = [cell(ms[c], CASES[c].shared) for c in chosen]
         print(f"| {row} | " + " | ".join(cells) + " |", flush=True)
 
 
