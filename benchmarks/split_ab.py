@@ -2,10 +2,13 @@
 the thresholds choose and with each forced one (rnngraph._native.core._force_paths),
 alternating in one process, --rounds times, so a slow spell of the machine falls on every
 path alike. --path split (the default) compares work splits (cpp/src/driver/work_split.hpp);
---path sweep compares which way the steps sweep the weight panels (step_direction).
+--path sweep compares which way the steps sweep the weight panels (step_direction), --path
+steps how a team runs each forward step (team_loops.hpp, steps_by_units). A value may also
+name several paths at once, as path=value pairs joined by commas.
 
     python3 benchmarks/split_ab.py --rows 10,13 --threads 8 --splits auto team rows --rounds 4
     python3 benchmarks/split_ab.py --path sweep --splits alternating ascending --rows 4,5,6
+    python3 benchmarks/split_ab.py --rows 10 --splits auto split=team,steps=units split=team
 
 Prints per (row, threads, path) the median of each round's median, in ms, and the rounds.
 """
@@ -23,11 +26,18 @@ import rnngraph as rg
 from rnngraph._native import core
 
 
+def forced(path: str, value: str) -> dict[str, str]:
+    """The paths a value of --splits forces: {path: value}, or its path=value pairs."""
+    if "=" not in value:
+        return {path: value}
+    return dict(pair.split("=", 1) for pair in value.split(","))
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rows", default="10,13")
     p.add_argument("--threads", nargs="+", type=int, default=[8])
-    p.add_argument("--path", default="split", choices=["split", "sweep"])
+    p.add_argument("--path", default="split", choices=["split", "sweep", "steps"])
     p.add_argument("--splits", nargs="+", default=["auto", "team", "rows"],
                    help="the values of --path to compare")
     p.add_argument("--rounds", type=int, default=4)
@@ -40,11 +50,11 @@ def main() -> None:
             rounds: dict[str, list[float]] = {value: [] for value in a.splits}
             for _ in range(a.rounds):
                 for value in a.splits:
-                    core._force_paths(**{a.path: value})
+                    core._force_paths(**forced(a.path, value))
                     rounds[value].append(measure(step, budget_s=a.budget)["median_ms"])
             core._force_paths()
             for value, ms in rounds.items():
-                print(f"row {row.id:2d} @{n:2d} {value:11s} {statistics.median(ms):9.3f} ms   "
+                print(f"row {row.id:2d} @{n:2d} {value:24s} {statistics.median(ms):9.3f} ms   "
                       + " ".join(f"{m:.3f}" for m in ms), flush=True)
 
 

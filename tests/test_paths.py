@@ -22,7 +22,7 @@ from toolkit import (
     reference,
     signals,
 )
-from toolkit.paths import PRODUCTS, SPLITS, SWEEPS, TILES, forced_paths
+from toolkit.paths import PRODUCTS, SPLITS, STEPS, SWEEPS, TILES, forced_paths
 
 # N = 7 rows: every tile takes whole blocks and a remainder; H = 40: several panels per gate
 # (float32 and float64), so threads sharing a step get different columns.
@@ -115,13 +115,42 @@ def test_the_sweeps_way_changes_no_bit(case, N, split, rng):
         np.testing.assert_array_equal(value, ascending[name], err_msg=name)
 
 
+# A team's forward step as one phase of units or as two phases (product, then rows), on the
+# packed and the dot-product forward; cells with a dependent product (the reset-before GRU)
+# always take the phases.
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("product", ["packed", "dot"])
+@pytest.mark.parametrize("steps", STEPS)
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_each_team_step(case, steps, product, threads, rng):
+    check_path(case, rng, threads, product=product, split="team", steps=steps)
+
+
+@pytest.mark.parametrize("N", [1, 5, 20])
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_the_team_steps_form_changes_no_bit(case, N, rng):
+    """A team's forward step by units gives the same bits as its two phases: each element of
+    the product is summed over k in the same order, and the element-wise math is the same."""
+    sized = case.but(T=5, N=N, I=9, H=72, dtype="float32")
+    x = make_inputs(sized, rng, scale=0.5)
+    sig = signals(sized, rng)
+    results = {}
+    for steps in STEPS:
+        with blas_threads(2), forced_paths(product="packed", split="team", steps=steps):
+            results[steps] = {**forward(sized, x), **gradients(sized, x, sig)}
+    units, phases = results["units"], results["phases"]
+    assert units.keys() == phases.keys()
+    for name, value in units.items():
+        np.testing.assert_array_equal(value, phases[name], err_msg=name)
+
+
 def test_forced_paths_are_given_back():
     from rnngraph._native import core
 
     with pytest.raises(RuntimeError), forced_paths(product="dot", tile="few", split="team",
-                                                   sweep="ascending"):
+                                                   sweep="ascending", steps="units"):
         assert core._forced_paths() == {"product": "dot", "tile": "few", "split": "team",
-                                        "sweep": "ascending"}
+                                        "sweep": "ascending", "steps": "units"}
         raise RuntimeError
     assert core._forced_paths() == {"product": "auto", "tile": "auto", "split": "auto",
-                                    "sweep": "auto"}
+                                    "sweep": "auto", "steps": "auto"}

@@ -7,7 +7,7 @@
 namespace rnngraph {
 namespace {
 
-std::atomic<int> product{0}, tile{0}, split{0}, sweep{0};
+std::atomic<int> product{0}, tile{0}, split{0}, sweep{0}, steps{0};
 
 }  // namespace
 
@@ -16,6 +16,7 @@ void force_paths(const ForcedPaths& paths) {
   tile.store(static_cast<int>(paths.tile), std::memory_order_relaxed);
   split.store(static_cast<int>(paths.split), std::memory_order_relaxed);
   sweep.store(static_cast<int>(paths.sweep), std::memory_order_relaxed);
+  steps.store(static_cast<int>(paths.steps), std::memory_order_relaxed);
 }
 
 ForcedPaths forced_paths() {
@@ -24,6 +25,7 @@ ForcedPaths forced_paths() {
   p.tile = static_cast<TilePath>(tile.load(std::memory_order_relaxed));
   p.split = static_cast<SplitPath>(split.load(std::memory_order_relaxed));
   p.sweep = static_cast<SweepPath>(sweep.load(std::memory_order_relaxed));
+  p.steps = static_cast<StepsPath>(steps.load(std::memory_order_relaxed));
   return p;
 }
 

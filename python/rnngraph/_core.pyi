@@ -162,13 +162,14 @@ def _set_host_pool_fall_back(on: bool) -> None:
 
 # For tests and measurements.
 def _force_paths(*, product: str = "auto", tile: str = "auto", split: str = "auto",
-                 sweep: str = "auto") -> None:
+                 sweep: str = "auto", steps: str = "auto") -> None:
     """Force the step product (auto, packed, dot, blas, small), the panel tile (auto, few,
-    some, many), the work split (auto, serial, rows, team) and the time loops' sweep of the
-    weight panels (auto, alternating, ascending), process-wide."""
+    some, many), the work split (auto, serial, rows, team), the time loops' sweep of the
+    weight panels (auto, alternating, ascending) and how a team runs each forward step
+    (auto, units, phases), process-wide."""
 
 def _forced_paths() -> dict[str, str]:
-    """The paths _force_paths set: {'product', 'tile', 'split', 'sweep'}."""
+    """The paths _force_paths set: {'product', 'tile', 'split', 'sweep', 'steps'}."""
 
 def _profile() -> dict[str, tuple[float, int]]:
     """For measurements: {section: (seconds, entries)} since the last reset."""

@@ -54,25 +54,29 @@ const std::initializer_list<std::pair<const char*, SweepPath>> kSweeps = {
     {"auto", SweepPath::automatic},
     {"alternating", SweepPath::alternating},
     {"ascending", SweepPath::ascending}};
+const std::initializer_list<std::pair<const char*, StepsPath>> kSteps = {
+    {"auto", StepsPath::automatic}, {"units", StepsPath::units}, {"phases", StepsPath::phases}};
 
 void bind_paths(py::module_& m) {
   m.def(
       "_force_paths",
       [](const std::string& product, const std::string& tile, const std::string& split,
-         const std::string& sweep) {
+         const std::string& sweep, const std::string& steps) {
         ForcedPaths p;
         p.product = path_from("product", product, kProducts);
         p.tile = path_from("tile", tile, kTiles);
         p.split = path_from("split", split, kSplits);
         p.sweep = path_from("sweep", sweep, kSweeps);
+        p.steps = path_from("steps", steps, kSteps);
         force_paths(p);
       },
       py::kw_only(), py::arg("product") = "auto", py::arg("tile") = "auto",
-      py::arg("split") = "auto", py::arg("sweep") = "auto",
+      py::arg("split") = "auto", py::arg("sweep") = "auto", py::arg("steps") = "auto",
       "For tests: select the forward step's product kernel (auto, packed, dot, blas, small), the\n"
       "panel kernel's tile (auto, few, some, many), the work split (auto, serial, rows, team)\n"
-      "and the time loops' sweep of the weight panels (auto, alternating, ascending) regardless\n"
-      "of shape, process-wide; 'auto' leaves the choice to the thresholds.");
+      "the time loops' sweep of the weight panels (auto, alternating, ascending) and how a team\n"
+      "runs each forward step (auto, units, phases) regardless of shape, process-wide; 'auto'\n"
+      "leaves the choice to the thresholds.");
   m.def(
       "_forced_paths",
       [] {
@@ -82,9 +86,10 @@ void bind_paths(py::module_& m) {
         d["tile"] = path_name(p.tile, kTiles);
         d["split"] = path_name(p.split, kSplits);
         d["sweep"] = path_name(p.sweep, kSweeps);
+        d["steps"] = path_name(p.steps, kSteps);
         return d;
       },
-      "The paths _force_paths set: {'product', 'tile', 'split', 'sweep'}.");
+      "The paths _force_paths set: {'product', 'tile', 'split', 'sweep', 'steps'}.");
   m.def(
       "_profile",
       [] {

@@ -13,7 +13,7 @@ import pytest
 import rnngraph as rg
 from rnngraph import _native
 from toolkit import CELLS, GATES, GRADIENT_OPS, Case
-from toolkit.paths import PRODUCTS, SPLITS, SWEEPS, TILES
+from toolkit.paths import PRODUCTS, SPLITS, STEPS, SWEEPS, TILES
 from toolkit.placeholders import SIZES, input_shapes
 from toolkit.spec import DESCRIPTORS
 
@@ -160,10 +160,10 @@ def test_options_are_typed(level):
 
 def test_force_paths_validates_its_names():
     core = _native.core
-    auto = {"product": "auto", "tile": "auto", "split": "auto", "sweep": "auto"}
+    auto = {"product": "auto", "tile": "auto", "split": "auto", "sweep": "auto", "steps": "auto"}
     assert core._forced_paths() == auto
     for kind, names in (("product", PRODUCTS), ("tile", TILES), ("split", SPLITS),
-                        ("sweep", SWEEPS)):
+                        ("sweep", SWEEPS), ("steps", STEPS)):
         expected = f"{kind}: expected one of {', '.join(('auto', *names))}"
         with pytest.raises(ValueError, match=re.escape(expected)):
             core._force_paths(**{kind: "fast"})

@@ -45,11 +45,20 @@ enum class SweepPath : int {
   ascending,      // every step from the front (for measurements: what alternating saves)
 };
 
+// How a team runs each forward step (driver/team_loops.hpp, steps_by_units); a cell whose step
+// cannot run on a range of hidden units, or that has a dependent product, always takes phases.
+enum class StepsPath : int {
+  automatic = 0,
+  units,   // one phase: items of hidden units, their product columns then their element-wise math
+  phases,  // two phases: the product's columns in runs of units, then the rows' element-wise math
+};
+
 struct ForcedPaths {
   ProductPath product = ProductPath::automatic;
   TilePath tile = TilePath::automatic;
   SplitPath split = SplitPath::automatic;
   SweepPath sweep = SweepPath::automatic;
+  StepsPath steps = StepsPath::automatic;
 };
 
 void force_paths(const ForcedPaths& paths);

@@ -51,14 +51,17 @@ void mask_previous(const Direction<S>& dir, const ForwardSequences<S>& seqs, Ind
 }
 
 // Whether a team runs each step of this call as one phase of items of hidden units
-// (forward_team_by_units): up to kTeamUnitStepsMaxRows rows, or kSingleStepUnitRows for a
-// call of one step, a cell whose step reads only each unit's own columns, and no dependent
-// product.
+// (forward_team_by_units): a cell whose step reads only each unit's own columns and no
+// dependent product, with up to kTeamUnitStepsMaxRows rows, or kSingleStepUnitRows for a
+// call of one step (or as forced: StepsPath).
 template <class Cell>
 bool steps_by_units(const Cell& cell, const RNNShape& s) {
   if constexpr (Cell::column_steps) {
+    if (cell.uses_dependent_product()) return false;
+    const StepsPath forced = forced_paths().steps;
+    if (forced != StepsPath::automatic) return forced == StepsPath::units;
     const Index max_rows = s.T == 1 ? tuning::kSingleStepUnitRows : tuning::kTeamUnitStepsMaxRows;
-    return s.N <= max_rows && !cell.uses_dependent_product();
+    return s.N <= max_rows;
   }
   return false;
 }
