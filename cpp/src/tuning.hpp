@@ -233,7 +233,11 @@ constexpr Index kTeamRunColumns = 16;
 // 0.01 ms; but row 5 (N = 4, H = 1024) 8 threads 7.4 / 5.7, 16 threads 4.1 / 3.2, its
 // runs of panels being four times shorter (one per gate; measured before an item swept its
 // runs of every gate as one sequence, packed_gemm_units); rows 8 and 12 (train, N = 16, 32)
-// within their noise (benchmarks/results/machine16-unit-steps-ab-2026-11-24.txt).
+// within their noise (benchmarks/results/machine16-unit-steps-ab-2026-11-24.txt). Again after
+// that sweep, forced both ways (_force_paths(steps=...)), medians of 3 alternating rounds, ms,
+// units / phases: row 5 8 threads 3.49 / 3.19, 16 threads 1.86 / 2.04; row 7 14.3 / 13.3 and
+// 12.2 / 11.4; row 12 16.3 / 17.2 and 10.3 / 10.8; row 13 110.9 / 99.6 and 65.0 / 65.2: no
+// consistent difference (results/machine16-steps-ab-2026-11-29.txt).
 constexpr Index kTeamUnitStepsMaxRows = 1;
 // Such a team computes the input projection in its first step's items, each its own units'
 // columns, when the packed weights' projection has at most this many rows (T·N), instead of
