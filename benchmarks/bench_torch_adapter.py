@@ -10,8 +10,10 @@ Every (library, thread count) runs in a process of its own (child.py): "rnngraph
 ours.make_step), "rnngraph.torch" (adapter.row_step: forward, then output.backward(dy) with
 every gradient; once per --pools entry: on torch's OpenMP threads and on rnngraph's own
 workers) and "torch" (peers.torch_step, the same step with torch.nn). The sequence runs
---repeat times; each library's figure is its lowest median over the repeats (a shared
-machine's slow spells only ever add time). Unless --no-model, the model step
+--repeat times, every other time in reverse order; each library's figure is its lowest median
+over the repeats (a shared machine's slow spells only ever add time). "paired" is the median,
+over the repeats, of the adapter's median over the Graph's in the same repeat (minutes apart at
+most, so a slow spell longer than that falls on both), with the lowest and highest of them. Unless --no-model, the model step
 (adapter.model_step) runs with the default OpenMP wait policy and with
 OMP_WAIT_POLICY=PASSIVE (torch's threads then sleep at once after each of its layers instead
 of spinning on the cores rnngraph's call needs).
@@ -24,6 +26,7 @@ import argparse
 import contextlib
 import json
 import os
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -73,13 +76,13 @@ def measure(rows: list[int], threads: list[int], timing: dict, repeat: int,
                                                 + (2 * (len(pools) + 1) if model else 0)))
     found: dict = {}
     ceilings: dict = {}
-    for _ in range(repeat):
+    for i in range(repeat):
         for n in threads:
             messages, _how = run_child({"library": "sgemm", "threads": n, "timing": timing},
                                        600, bar)
             ceilings.setdefault(n, []).extend(m["ceiling"] for m in messages
                                               if m["kind"] == "ceiling")
-            for name, library, env in configurations:
+            for name, library, env in configurations[::-1] if i % 2 else configurations:
                 spec = {"library": library, "threads": n, "rows": rows, "timing": timing}
                 with environment(**env):
                     for m in run_child(spec, 900, bar)[0]:
@@ -105,21 +108,36 @@ def measure(rows: list[int], threads: list[int], timing: dict, repeat: int,
     return {"results": results, "ceiling_gflops": ceiling}
 
 
+def paired(ours: list[dict], graph: list[dict]) -> str:
+    """The median over repeats of ours / graph in the same repeat, − 1, with its range."""
+    ratios = sorted(a["median_ms"] / b["median_ms"] for a, b in zip(ours, graph, strict=True)
+                    if "median_ms" in a and "median_ms" in b)
+    if not ratios or len(ours) != len(graph):
+        return "–"
+    middle = statistics.median(ratios)
+    return (f"{(middle - 1) * 100:+.1f} % ({(ratios[0] - 1) * 100:+.1f} to "
+            f"{(ratios[-1] - 1) * 100:+.1f})")
+
+
 def table(out: dict) -> str:
     at = {(r["row"], r["threads"], r["library"]): r.get("median_ms") for r in out["results"]}
+    repeats = {(r["row"], r["threads"], r["library"]): r.get("repeats", [])
+               for r in out["results"]}
     header = ("| row | threads | Graph ms | adapter ms | torch.nn ms | adapter over Graph | "
-              "torch.nn / adapter | pool |")
-    lines = [header, "|---|---|---|---|---|---|---|---|"]
+              "paired | torch.nn / adapter | pool |")
+    lines = [header, "|---|---|---|---|---|---|---|---|---|"]
     for row in out["rows"]:
         for n in out["threads"]:
             for pool in out["pools"]:
                 graph, ours, theirs = (at.get((row, n, lib)) for lib in (
                     "rnngraph", f"rnngraph.torch ({pool} pool)", "torch"))
                 over = f"{(ours / graph - 1) * 100:+.1f} %" if graph and ours else "–"
+                pair = paired(repeats.get((row, n, f"rnngraph.torch ({pool} pool)"), []),
+                              repeats.get((row, n, "rnngraph"), []))
                 speed = f"{theirs / ours:.2f}×" if theirs and ours else "–"
                 cells = [f"{v:.2f}" if v else "–" for v in (graph, ours, theirs)]
                 lines.append(f"| {row} {BY_ID[row].label} | {n} | {' | '.join(cells)} | {over} "
-                             f"| {speed} | {pool} |")
+                             f"| {pair} | {speed} | {pool} |")
     title = ("Language-model training step (embedding, LSTM, linear head, cross-entropy, SGD), "
              "median ms:")
     models = sorted((r for r in out["results"] if r["row"] == "model"),
@@ -129,6 +147,10 @@ def table(out: dict) -> str:
     for r in models:
         ms = r.get("median_ms", float("nan"))
         lines.append(f"| {r['threads']} | {r['library']} | {ms:.2f} |")
+    lines.append("")
+    lines.append(f"ms: each library's lowest median over {out['repeat']} processes. adapter over "
+                 "Graph: of those; paired: the median (lowest to highest) over the repeats of "
+                 "the adapter's median over the Graph's in the same repeat.")
     lines.append("")
     lines.append("sgemm 2048³ ceiling (same run), GFLOP/s: " + ", ".join(
         f"{n} thr {g:.0f}" for n, g in out["ceiling_gflops"].items() if g))
