@@ -102,17 +102,24 @@ def test_the_sweeps_way_changes_no_bit(case, N, split, rng):
     """Sweeping the weight panels from either end in turn (the default) gives the same bits
     as sweeping every step from the front: each element of a product is summed the same way,
     whichever end its panel is reached from."""
-    sized = case.but(T=5, N=N, I=9, H=72, dtype="float32")
+    assert_same_bits(case.but(N=N), rng, "sweep", SWEEPS, product="packed", split=split)
+
+
+def assert_same_bits(case, rng, kind, values, **fixed):
+    """Forward and gradients (float32, T = 5, H = 72, 2 threads) identical to the bit with
+    each of `values` forced for the path `kind`, the paths `fixed` forced throughout."""
+    sized = case.but(T=5, I=9, H=72, dtype="float32")
     x = make_inputs(sized, rng, scale=0.5)
     sig = signals(sized, rng)
-    results = {}
-    for sweep in SWEEPS:
-        with blas_threads(2), forced_paths(product="packed", split=split, sweep=sweep):
-            results[sweep] = {**forward(sized, x), **gradients(sized, x, sig)}
-    alternating, ascending = results["alternating"], results["ascending"]
-    assert alternating.keys() == ascending.keys()
-    for name, value in alternating.items():
-        np.testing.assert_array_equal(value, ascending[name], err_msg=name)
+    results = []
+    for value in values:
+        with blas_threads(2), forced_paths(**fixed, **{kind: value}):
+            results.append({**forward(sized, x), **gradients(sized, x, sig)})
+    first = results[0]
+    for other, value in zip(results[1:], values[1:], strict=True):
+        assert first.keys() == other.keys()
+        for name, array in first.items():
+            np.testing.assert_array_equal(array, other[name], err_msg=f"{name}, {kind}={value}")
 
 
 # A team's forward step as one phase of units or as two phases (product, then rows), on the
@@ -131,17 +138,7 @@ def test_each_team_step(case, steps, product, threads, rng):
 def test_the_team_steps_form_changes_no_bit(case, N, rng):
     """A team's forward step by units gives the same bits as its two phases: each element of
     the product is summed over k in the same order, and the element-wise math is the same."""
-    sized = case.but(T=5, N=N, I=9, H=72, dtype="float32")
-    x = make_inputs(sized, rng, scale=0.5)
-    sig = signals(sized, rng)
-    results = {}
-    for steps in STEPS:
-        with blas_threads(2), forced_paths(product="packed", split="team", steps=steps):
-            results[steps] = {**forward(sized, x), **gradients(sized, x, sig)}
-    units, phases = results["units"], results["phases"]
-    assert units.keys() == phases.keys()
-    for name, value in units.items():
-        np.testing.assert_array_equal(value, phases[name], err_msg=name)
+    assert_same_bits(case.but(N=N), rng, "steps", STEPS, product="packed", split="team")
 
 
 def test_forced_paths_are_given_back():
