@@ -10,7 +10,9 @@ Every (library, thread count) runs in a process of its own (child.py): "rnngraph
 ours.make_step), "rnngraph.torch" (adapter.row_step: forward, then output.backward(dy) with
 every gradient; once per --pools entry: on torch's OpenMP threads and on rnngraph's own
 workers) and "torch" (peers.torch_step, the same step with torch.nn). The sequence runs
---repeat times, every other time in reverse order; each library's figure is its lowest median
+--repeat times (the library processes of each thread count every other time in reverse
+order; the sgemm ceiling's process, the thread counts and the model steps keep theirs); each
+library's figure is its lowest median
 over the repeats (a shared machine's slow spells only ever add time). "paired" is the median,
 over the repeats, of the adapter's median over the Graph's in the same repeat (minutes apart at
 most, so a slow spell longer than that falls on both), with the lowest and highest of them. Unless --no-model, the model step
@@ -55,7 +57,7 @@ def environment(**values: str):
                 os.environ[k] = v
 
 
-def best(entries: list[dict]) -> dict:
+def best(entries: list[dict | None]) -> dict:
     timed = [e for e in entries if e and "median_ms" in e]
     return min(timed, key=lambda e: e["median_ms"]) if timed else {"error": str(entries)}
 
@@ -87,7 +89,7 @@ def measure(rows: list[int], threads: list[int], timing: dict, repeat: int,
                 with environment(**env):
                     for m in run_child(spec, 900, bar)[0]:
                         if m["kind"] == "row":
-                            found.setdefault((m["row"], n, name), []).append(m["entry"])
+                            found.setdefault((m["row"], n, name), {})[i] = m["entry"]
             models = [("torch.nn LSTM", "torch", {})] + [
                 (f"rnngraph LSTM ({pool} pool)", "rnngraph", {"RNNGRAPH_TORCH_POOL": pool})
                 for pool in pools]
@@ -100,19 +102,23 @@ def measure(rows: list[int], threads: list[int], timing: dict, repeat: int,
                         for m in run_child(spec, 600, bar)[0]:
                             if m["kind"] == "model":
                                 key = ("model", n, f"{name}, OMP wait {policy}")
-                                found.setdefault(key, []).append(m["entry"])
+                                found.setdefault(key, {})[i] = m["entry"]
     bar.close()
-    results = [{"row": row, "threads": n, "library": library, **best(entries), "repeats": entries}
-               for (row, n, library), entries in found.items()]
+    # Each configuration's entries by repeat (None where its process gave none), so that the
+    # paired figure pairs the same repeat's processes.
+    results = [{"row": row, "threads": n, "library": library, **best(list(by_repeat.values())),
+                "repeats": [by_repeat.get(i) for i in range(repeat)]}
+               for (row, n, library), by_repeat in found.items()]
     ceiling = {n: max((c.get("gflops", 0) for c in cs), default=None) for n, cs in ceilings.items()}
     return {"results": results, "ceiling_gflops": ceiling}
 
 
-def paired(ours: list[dict], graph: list[dict]) -> str:
-    """The median over repeats of ours / graph in the same repeat, − 1, with its range."""
-    ratios = sorted(a["median_ms"] / b["median_ms"] for a, b in zip(ours, graph, strict=True)
-                    if "median_ms" in a and "median_ms" in b)
-    if not ratios or len(ours) != len(graph):
+def paired(ours: list[dict | None], graph: list[dict | None]) -> str:
+    """The median over repeats of ours / graph in the same repeat, − 1, with its range; the
+    repeats where either has no median are left out."""
+    ratios = sorted(a["median_ms"] / b["median_ms"] for a, b in zip(ours, graph)
+                    if a and b and "median_ms" in a and "median_ms" in b)
+    if not ratios:
         return "–"
     middle = statistics.median(ratios)
     return (f"{(middle - 1) * 100:+.1f} % ({(ratios[0] - 1) * 100:+.1f} to "

@@ -3,8 +3,9 @@ the thresholds choose and with each forced one (rnngraph._native.core._force_pat
 alternating in one process, --rounds times, so a slow spell of the machine falls on every
 path alike. --path split (the default) compares work splits (cpp/src/driver/work_split.hpp);
 --path sweep compares which way the steps sweep the weight panels (step_direction), --path
-steps how a team runs each forward step (team_loops.hpp, steps_by_units). A value may also
-name several paths at once, as path=value pairs joined by commas.
+steps how a team runs each forward step (team_loops.hpp, steps_by_units; only where the split
+is a team, so its default values force split=team too). A value may also name several paths
+at once, as path=value pairs joined by commas.
 
     python3 benchmarks/split_ab.py --rows 10,13 --threads 8 --splits auto team rows --rounds 4
     python3 benchmarks/split_ab.py --path sweep --splits alternating ascending --rows 4,5,6
@@ -25,9 +26,13 @@ from timing import measure
 import rnngraph as rg
 from rnngraph._native import core
 
+DEFAULTS = {"split": ["auto", "team", "rows"], "sweep": ["alternating", "ascending"],
+            "steps": ["auto", "split=team,steps=units", "split=team,steps=phases"]}
+
 
 def forced(path: str, value: str) -> dict[str, str]:
-    """The paths a value of --splits forces: {path: value}, or its path=value pairs."""
+    """The paths a value of --splits forces: {path: value}, or its path=value pairs (ValueError
+    for a pair without "=")."""
     if "=" not in value:
         return {path: value}
     return dict(pair.split("=", 1) for pair in value.split(","))
@@ -38,11 +43,16 @@ def main() -> None:
     p.add_argument("--rows", default="10,13")
     p.add_argument("--threads", nargs="+", type=int, default=[8])
     p.add_argument("--path", default="split", choices=["split", "sweep", "steps"])
-    p.add_argument("--splits", nargs="+", default=["auto", "team", "rows"],
-                   help="the values of --path to compare")
+    p.add_argument("--splits", nargs="+",
+                   help="the values of --path to compare (default: each path's own, DEFAULTS)")
     p.add_argument("--rounds", type=int, default=4)
     p.add_argument("--budget", type=float, default=1.5, help="seconds per measurement")
     a = p.parse_args()
+    a.splits = a.splits or DEFAULTS[a.path]
+    try:
+        settings = {value: forced(a.path, value) for value in a.splits}
+    except ValueError:
+        p.error("--splits: a value is a path's value or path=value pairs joined by commas")
     for n in a.threads:
         rg.set_num_threads(n)
         for row in parse_rows(a.rows):
@@ -50,7 +60,7 @@ def main() -> None:
             rounds: dict[str, list[float]] = {value: [] for value in a.splits}
             for _ in range(a.rounds):
                 for value in a.splits:
-                    core._force_paths(**forced(a.path, value))
+                    core._force_paths(**settings[value])
                     rounds[value].append(measure(step, budget_s=a.budget)["median_ms"])
             core._force_paths()
             for value, ms in rounds.items():

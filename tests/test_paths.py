@@ -133,12 +133,13 @@ def test_each_team_step(case, steps, product, threads, rng):
     check_path(case, rng, threads, product=product, split="team", steps=steps)
 
 
+@pytest.mark.parametrize("product", ["packed", "dot"])
 @pytest.mark.parametrize("N", [1, 5, 20])
 @pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_the_team_steps_form_changes_no_bit(case, N, rng):
+def test_the_team_steps_form_changes_no_bit(case, N, product, rng):
     """A team's forward step by units gives the same bits as its two phases: each element of
     the product is summed over k in the same order, and the element-wise math is the same."""
-    assert_same_bits(case.but(N=N), rng, "steps", STEPS, product="packed", split="team")
+    assert_same_bits(case.but(N=N), rng, "steps", STEPS, product=product, split="team")
 
 
 def test_forced_paths_are_given_back():

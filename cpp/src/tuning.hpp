@@ -236,8 +236,9 @@ constexpr Index kTeamRunColumns = 16;
 // within their noise (benchmarks/results/machine16-unit-steps-ab-2026-11-24.txt). Again after
 // that sweep, forced both ways (_force_paths(steps=...)), medians of 3 alternating rounds, ms,
 // units / phases: row 5 8 threads 3.49 / 3.19, 16 threads 1.86 / 2.04; row 7 14.3 / 13.3 and
-// 12.2 / 11.4; row 12 16.3 / 17.2 and 10.3 / 10.8; row 13 110.9 / 99.6 and 65.0 / 65.2: no
-// consistent difference (results/machine16-steps-ab-2026-11-29.txt).
+// 12.2 / 11.4; row 12 16.3 / 17.2 and 10.3 / 10.8; row 13 110.9 / 99.6 and 65.0 / 65.2: row 7
+// slower by units in every round, row 5 at 16 threads faster, the other cells' rounds overlap
+// (results/machine16-steps-ab-2026-11-29.txt).
 constexpr Index kTeamUnitStepsMaxRows = 1;
 // Such a team computes the input projection in its first step's items, each its own units'
 // columns, when the packed weights' projection has at most this many rows (T·N), instead of

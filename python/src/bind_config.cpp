@@ -73,7 +73,7 @@ void bind_paths(py::module_& m) {
       py::kw_only(), py::arg("product") = "auto", py::arg("tile") = "auto",
       py::arg("split") = "auto", py::arg("sweep") = "auto", py::arg("steps") = "auto",
       "For tests: select the forward step's product kernel (auto, packed, dot, blas, small), the\n"
-      "panel kernel's tile (auto, few, some, many), the work split (auto, serial, rows, team)\n"
+      "panel kernel's tile (auto, few, some, many), the work split (auto, serial, rows, team),\n"
       "the time loops' sweep of the weight panels (auto, alternating, ascending) and how a team\n"
       "runs each forward step (auto, units, phases) regardless of shape, process-wide; 'auto'\n"
       "leaves the choice to the thresholds.");

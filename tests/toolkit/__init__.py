@@ -58,7 +58,7 @@ Finite differences (finite_differences.py)
     ``check_gradients``, ``check_random_direction``, ``numerical_gradients``,
     ``assert_gradients_close``; every error goes into ``WORST``, printed by conftest.py.
 Forced kernel paths (paths.py)
-    ``forced_paths(product=, tile=, split=)``: run a block on named kernel paths
+    ``forced_paths(product=, tile=, split=, sweep=, steps=)``: run a block on named kernel paths
     (test_paths.py); imported on its own, not re-exported here.
 Ops built, not run (placeholders.py)
     ``on_placeholders(case, gradient, shapes=, dataType=, dtypes=, names=, descriptor=,

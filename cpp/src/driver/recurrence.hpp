@@ -94,8 +94,8 @@ void recurrent_forward(const Cell& cell, const RNNShape& s, bool reverse, const 
       detail::split_work(s, cell.recurrent_gates(), sizeof(S), cell.uses_dependent_product());
   // A team by units (one row, or one step of a few) may compute the projection in its first
   // step (team_loops.hpp).
-  const auto in_steps = detail::step_projection(cell, s, a, split, dirs[0], projection_out);
-  if (s.has_input_weight && !in_steps.weights) {
+  const auto steps = detail::team_steps(cell, s, a, split, dirs[0], projection_out);
+  if (s.has_input_weight && !steps.weights) {
     const profile::Scope timed(profile::Section::projection);
     detail::project_inputs(s, a, projection_out);
   }
@@ -106,7 +106,7 @@ void recurrent_forward(const Cell& cell, const RNNShape& s, bool reverse, const 
   if (split.path == SplitPath::team) {
     for (int d = 0; d < s.D(); ++d) {
       const auto i = static_cast<size_t>(d);
-      detail::forward_team(cell, s, a, dirs[i], seqs[i], split.team, in_steps);
+      detail::forward_team(cell, s, a, dirs[i], seqs[i], split.team, steps);
     }
     return;
   }

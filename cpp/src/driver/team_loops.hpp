@@ -66,11 +66,15 @@ bool steps_by_units(const Cell& cell, const RNNShape& s) {
   return false;
 }
 
-// The input projection x·Wᵀ of every step, left to the first step's items when the team runs
-// steps by units: each computes the projection's columns of its own units (panels of the
-// packed Wᵀ, one block per gate, as wide as Rᵀ's), so the call is one job, not two.
+// How a team runs a call's forward steps, decided once per call (a forced path read twice
+// could change in between): by units or in two phases (steps_by_units), and the input
+// projection x·Wᵀ of every step when it is left to the first step's items, as it may be when
+// the team runs steps by units: each item computes the projection's columns of its own units
+// (panels of the packed Wᵀ, one block per gate, as wide as Rᵀ's), so the call is one job, not
+// two (weights nullptr: the caller projects first).
 template <class S>
-struct StepProjection {
+struct TeamSteps {
+  bool by_units = false;
   const PackedPanels<S>* weights = nullptr;  // Wᵀ [I, G·H] packed (one direction)
   const S* source = nullptr;                 // x [T·N, I]
   Index rows = 0, I = 0;
@@ -78,20 +82,20 @@ struct StepProjection {
   Index ld = 0;
 };
 
-// The projection a team leaves to its steps (weights nullptr: none, the caller projects
-// first): a team by units over panels of the packed Rᵀ, the packed Wᵀ's panels as wide, and
-// at most kStepProjectionRows rows of x, or a call of one step (tuning.hpp). `out`: where
+// A team's steps for this call (only read when split.path is team). The projection goes into
+// the steps for a team by units over panels of the packed Rᵀ, the packed Wᵀ's panels as wide,
+// and at most kStepProjectionRows rows of x, or a call of one step (tuning.hpp). `out`: where
 // x·Wᵀ goes.
 template <class Cell, class S>
-StepProjection<S> step_projection(const Cell& cell, const RNNShape& s, const ForwardArgs<S>& a,
-                                  const WorkSplit& split, const Direction<S>& dir, S* out) {
+TeamSteps<S> team_steps(const Cell& cell, const RNNShape& s, const ForwardArgs<S>& a,
+                        const WorkSplit& split, const Direction<S>& dir, S* out) {
+  const bool by_units = split.path == SplitPath::team && steps_by_units(cell, s);
   const Index rows = s.T * s.N;
   const bool few_rows = rows <= tuning::kStepProjectionRows || s.T == 1;
-  const bool in_steps = s.has_input_weight && a.packed && few_rows &&
-                        split.path == SplitPath::team && s.D() == 1 && steps_by_units(cell, s) &&
+  const bool in_steps = by_units && s.has_input_weight && a.packed && few_rows && s.D() == 1 &&
                         dir.weight_t_panels &&
                         dir.weight_t_panels->width == a.packed->input_t.width;
-  return {in_steps ? &a.packed->input_t : nullptr, a.source, rows, s.I, out, s.DGH()};
+  return {by_units, in_steps ? &a.packed->input_t : nullptr, a.source, rows, s.I, out, s.DGH()};
 }
 
 // One direction shared by `team` threads, for a cell whose forward step can compute any
@@ -101,14 +105,15 @@ StepProjection<S> step_projection(const Cell& cell, const RNNShape& s, const For
 // batch row (and their masked state for step k + 1). Against two phases per step (below) a
 // step waits once, not twice, and its element-wise math is shared, not left to one thread
 // when N = 1. Used up to kTeamUnitStepsMaxRows rows, or kSingleStepUnitRows for a call of
-// one step (tuning.hpp): with more, the runs of panels, one per gate, measured too short for
-// the product of a long sequence (before an item swept its runs of every gate as one sequence,
-// packed_gemm_units; not measured again since). The masked state alternates between
-// two buffers: an item writes step k + 1's while others still read step k's.
+// one step (tuning.hpp; or as forced, StepsPath): with more rows it was slower on row 5 while
+// each gate's run of panels was a product of its own, and with the runs of every gate swept as
+// one sequence (packed_gemm_units) it is no faster in one direction (results/
+// machine16-steps-ab-2026-11-29.txt). The masked state alternates between two buffers: an item
+// writes step k + 1's while others still read step k's.
 template <class Cell, class S>
 void forward_team_by_units(const Cell& cell, const RNNShape& s, const ForwardArgs<S>& a,
                            const Direction<S>& dir, const ForwardSequences<S>& seqs, int team,
-                           const StepProjection<S>& projection) {
+                           const TeamSteps<S>& steps) {
   const Index T = s.T, N = s.N, H = s.H, GH = s.GH();
   const int gates = cell.recurrent_gates();
   auto recurrent = zeroed_buffer<S>(static_cast<size_t>(N * GH));
@@ -129,8 +134,8 @@ void forward_team_by_units(const Cell& cell, const RNNShape& s, const ForwardArg
     step.ld_hm = a.mask ? H : step.ld_hp;
     step.q = recurrent.data();
     const Index p0 = per_gate * first / unit_items, p1 = per_gate * last / unit_items;
-    if (projection.weights && k == 0) {  // these units' columns of x·Wᵀ, every step, gate
-      const StepProjection<S>& p = projection;
+    if (steps.weights && k == 0) {  // these units' columns of x·Wᵀ, every step, gate
+      const TeamSteps<S>& p = steps;
       packed_gemm_units(p.rows, 0, p.I, p.source, p.I, *p.weights, p.weights->groups, p0, p1, S(0),
                         p.out, p.ld);
     }
@@ -158,9 +163,8 @@ void forward_team_by_units(const Cell& cell, const RNNShape& s, const ForwardArg
 template <class Cell, class S>
 void forward_team(const Cell& cell, const RNNShape& s, const ForwardArgs<S>& a,
                   const Direction<S>& dir, const ForwardSequences<S>& seqs, int team,
-                  const StepProjection<S>& projection = {}) {
-  if (steps_by_units(cell, s))
-    return forward_team_by_units(cell, s, a, dir, seqs, team, projection);
+                  const TeamSteps<S>& steps) {
+  if (steps.by_units) return forward_team_by_units(cell, s, a, dir, seqs, team, steps);
   const Index T = s.T, N = s.N, H = s.H, GH = s.GH();
   auto recurrent = zeroed_buffer<S>(static_cast<size_t>(N * GH));
   auto masked = zeroed_buffer<S>(static_cast<size_t>(a.mask ? N * H : 0));
