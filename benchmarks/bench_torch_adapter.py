@@ -12,11 +12,11 @@ every gradient; once per --pools entry: on torch's OpenMP threads and on rnngrap
 workers) and "torch" (peers.torch_step, the same step with torch.nn). The sequence runs
 --repeat times (the library processes of each thread count every other time in reverse
 order; the sgemm ceiling's process, the thread counts and the model steps keep theirs); each
-library's figure is its lowest median
-over the repeats (a shared machine's slow spells only ever add time). "paired" is the median,
-over the repeats, of the adapter's median over the Graph's in the same repeat (minutes apart at
-most, so a slow spell longer than that falls on both), with the lowest and highest of them. Unless --no-model, the model step
-(adapter.model_step) runs with the default OpenMP wait policy and with
+library's figure is its lowest median over the repeats (isolation.lowest_median: a shared
+machine's slow spells only ever add time). "paired" is the median, over the repeats, of the
+adapter's median over the Graph's in the same repeat (minutes apart at most, so a slow spell
+longer than that falls on both), with the lowest and highest of them. Unless --no-model, the
+model step (adapter.model_step) runs with the default OpenMP wait policy and with
 OMP_WAIT_POLICY=PASSIVE (torch's threads then sleep at once after each of its layers instead
 of spinning on the cores rnngraph's call needs).
 Writes JSON and a Markdown table to benchmarks/results/.
@@ -35,7 +35,7 @@ from pathlib import Path
 
 import machine
 import progress
-from isolation import run_child
+from isolation import lowest_median, run_child
 from rows import BY_ID, parse_rows
 
 MODEL_LIBRARIES = {"rnngraph": "rnngraph.torch", "torch": "torch"}  # model recurrent -> process
@@ -55,11 +55,6 @@ def environment(**values: str):
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-
-
-def best(entries: list[dict | None]) -> dict:
-    timed = [e for e in entries if e and "median_ms" in e]
-    return min(timed, key=lambda e: e["median_ms"]) if timed else {"error": str(entries)}
 
 
 def processes(pools: list[str]) -> list[tuple[str, str, dict]]:
@@ -106,9 +101,12 @@ def measure(rows: list[int], threads: list[int], timing: dict, repeat: int,
     bar.close()
     # Each configuration's entries by repeat (None where its process gave none), so that the
     # paired figure pairs the same repeat's processes.
-    results = [{"row": row, "threads": n, "library": library, **best(list(by_repeat.values())),
-                "repeats": [by_repeat.get(i) for i in range(repeat)]}
-               for (row, n, library), by_repeat in found.items()]
+    results = []
+    for (row, n, library), by_repeat in found.items():
+        entries = [by_repeat.get(i) for i in range(repeat)]
+        results.append({"row": row, "threads": n, "library": library,
+                        **(lowest_median(entries) or {"error": str(entries)}),
+                        "repeats": entries})
     ceiling = {n: max((c.get("gflops", 0) for c in cs), default=None) for n, cs in ceilings.items()}
     return {"results": results, "ceiling_gflops": ceiling}
 

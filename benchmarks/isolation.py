@@ -113,16 +113,23 @@ def _collect(messages: list, how: dict, out: dict) -> None:
         out["infos"].setdefault(info["library"], info)
 
 
+def lowest_median(entries: list[dict | None]) -> dict | None:
+    """The entry with the lowest median (None, and entries without one, left out), or None:
+    a slow spell of the machine only ever adds time (module docstring)."""
+    timed = [e for e in entries if e and "median_ms" in e]
+    return min(timed, key=lambda e: e["median_ms"]) if timed else None
+
+
 def _fastest(entries: list[dict], processes: int) -> dict | None:
-    """The entry with the lowest median of one row's ``processes`` processes (None if none
-    gave one); with more than one process, listing every median and how many there were."""
-    timed = [e for e in entries if "median_ms" in e]
-    if not timed:
-        return entries[0] if entries else None  # (an error entry)
-    best = min(timed, key=lambda e: e["median_ms"])
+    """The entry with the lowest median of one row's ``processes`` processes (else the first
+    entry, an error, or None); with more than one process, listing every median and how many
+    processes there were."""
+    best = lowest_median(entries)
+    if best is None:
+        return entries[0] if entries else None
     if processes == 1:
         return best
-    return {**best, "process_medians_ms": [e["median_ms"] for e in timed],
+    return {**best, "process_medians_ms": [e["median_ms"] for e in entries if "median_ms" in e],
             "processes": processes}
 
 

@@ -65,6 +65,16 @@ class Case(NamedTuple):
     def pause(self) -> bool:
         return self.neighbours == PAUSE
 
+    def description(self) -> list[str]:
+        """What runs before each call, and how, for the results file."""
+        return [
+            *self.neighbours,
+            *(["torch's pool shared"] if self.shared else []),
+            *([] if self.fall_back else ["no fall-back"]),
+            *([f"told not to spin: {CALM_ENV}, ONNX Runtime allow_spinning=0"] if self.calm
+              else []),
+        ]
+
 
 CASES = {
     "quiet": Case(()),
@@ -129,19 +139,19 @@ def other_pools(names, threads: int, pause_s: float, calm: bool = False):
 
 def measure(case: str, row_id: int, threads: int, reps: int, pause_s: float) -> dict:
     """Median ms of rnngraph's call in this process, and how long the neighbours took."""
-    names, shared, fall_back, calm, _ = CASES[case]
+    c = CASES[case]
     import ours
     from rows import BY_ID
 
     import rnngraph
     from rnngraph._native import core
 
-    if shared:
+    if c.shared:
         import rnngraph.torch  # adopts torch's OpenMP pool
-    core._set_host_pool_fall_back(fall_back)
+    core._set_host_pool_fall_back(c.fall_back)
     rnngraph.set_num_threads(threads)
     step = ours.make_step(BY_ID[row_id])
-    neighbours = other_pools(names, threads, pause_s, calm)
+    neighbours = other_pools(c.neighbours, threads, pause_s, c.calm)
     for _ in range(3):
         neighbours()
         step()
@@ -187,16 +197,7 @@ def run_case(case: str, row: int, a, pause_s: float = 0.0) -> dict:
 
 def write(path: Path | None, results: list, chosen: list[str]) -> None:
     if path:
-        cases = {
-            c: [
-                *names,
-                *(["torch's pool shared"] if shared else []),
-                *([] if fall_back else ["no fall-back"]),
-                *([f"told not to spin: {CALM_ENV}, ONNX Runtime allow_spinning=0"] if calm else []),
-            ]
-            for c, (names, shared, fall_back, calm, _) in CASES.items()
-            if c in chosen
-        }
+        cases = {name: case.description() for name, case in CASES.items() if name in chosen}
         path.write_text(
             json.dumps({"command": sys.argv, "cases": cases, "results": results}, indent=1)
         )
