@@ -159,9 +159,12 @@ struct PanelRuns {
 // column c0), all rows of A per group of panels (the panels stay in cache while the rows pass
 // over them), from the front, or from the back when `descending` (packed_gemm). A group may
 // take panels of different runs: each C element is summed over p on its own, whichever panels
-// share its tile. (Cutting k into L1-sized pieces measured slower.) With `packed_rows` A is
-// first packed by pack_rows. Returns the end of the positions it left, fewer than NP:
-// [returned, hi) from the front, [lo, returned) from the back.
+// share its tile. With `packed_rows` A is first packed by pack_rows. Returns the end of the
+// positions it left, fewer than NP: [returned, hi) from the front, [lo, returned) from the back.
+// Cutting k into L1-sized pieces measured slower; so did slices of 128 or 256 rows of B
+// resumed from partial sums, for row 5's input projection on the 2-core Zen 4, while on the
+// 16-core Xeon only row 5 on one thread was faster, the other cells within the rounds' spread
+// (results/machine16-depth-slices-ab-2026-11-29.txt).
 template <class S, int MR, int NP, int NV>
 Index panel_sweep(Index m, Index k0, Index kc, const S* a, Index lda, bool packed_rows,
                   const PackedPanels<S>& b, PanelRuns order, Index c0, Index lo, Index hi,

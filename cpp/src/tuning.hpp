@@ -164,7 +164,10 @@ constexpr int kFewRows = 2;
 // from L3, where the hardware prefetcher alone does better: 4-6 rows measured 1.3-1.5x
 // faster this way than in one-panel tiles that prefetch the next panel in a product
 // microbenchmark (in a whole LSTM call, H = 512: 1.10-1.15x for 4 and 6 rows); from 8 rows
-// on the many-row tile is as fast or faster (8 rows: 1.04x; 12 and 16: within 1 %).
+// on the many-row tile is as fast or faster (8 rows: 1.04x; 12 and 16: within 1 %). A
+// software prefetch of each panel's row 16 or 48 ahead in these tiles was no faster on the
+// 16-core Xeon (rows 4-6, 1 and 2 threads) and slowed row 4 on both machines
+// (results/machine16-far-prefetch-ab-2026-11-29.txt).
 constexpr int kSomeRowsWide = 6;
 // With AVX2 (16 vector registers), panels are two vectors wide unless that pads a block of
 // columns (a gate) by more than 1/kPanelPaddingShare of its vectors; then one vector wide
