@@ -7,7 +7,10 @@ Runs each row's step (ours.make_step) --reps times after a warm-up with RNNGRAPH
 and prints per call: the wall time, each section's time (projection, packing, forward loops,
 backward prepare, backward loops, weight gradients; summed over the calls the step makes)
 and what is left outside them (graph and Python overhead, outputs). --threshold moves one of
-the parallel sites of cpp/src/tuning.hpp (e.g. team=524288) for the whole run.
+the parallel sites of cpp/src/tuning.hpp (e.g. team=524288) for the whole run. --per-call
+prints every call on its own instead, with the context switches of the process's threads
+during it (voluntary: a thread slept; involuntary: the OS took its core), to tell a slow
+section from a slow machine.
 """
 
 from __future__ import annotations
@@ -43,6 +46,43 @@ def profile_row(row_id: int, reps: int) -> dict:
             "outside_ms": wall_ms - sum(sections.values())}
 
 
+def context_switches() -> tuple[int, int]:
+    """(voluntary, involuntary) context switches of this process's threads so far (Linux)."""
+    voluntary = involuntary = 0
+    for status in Path("/proc/self/task").glob("*/status"):
+        try:
+            lines = status.read_text().splitlines()
+        except OSError:  # a thread that ended meanwhile
+            continue
+        for line in lines:
+            if line.startswith("voluntary_ctxt_switches"):
+                voluntary += int(line.split()[1])
+            elif line.startswith("nonvoluntary_ctxt_switches"):
+                involuntary += int(line.split()[1])
+    return voluntary, involuntary
+
+
+def print_per_call(row_id: int, threads: int, reps: int) -> None:
+    """Each of ``reps`` calls: wall ms, each section's ms and the context switches during it."""
+    step = ours.make_step(BY_ID[row_id])
+    step()
+    step()
+    for i in range(reps):
+        core._reset_profile()
+        before = context_switches()
+        t0 = time.perf_counter()
+        step()
+        wall_ms = 1e3 * (time.perf_counter() - t0)
+        after = context_switches()
+        sections = core._profile()
+        if i == 0:
+            print(f"row {row_id}, {threads} threads, ms per call")
+            print("| call | wall | " + " | ".join(sections) + " | voluntary | involuntary |")
+            print("|---" * (len(sections) + 4) + "|")
+        cells = " | ".join(f"{1e3 * seconds:.2f}" for seconds, _ in sections.values())
+        print(f"| {i} | {wall_ms:.2f} | {cells} | {after[0] - before[0]} | {after[1] - before[1]} |")
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rows", default="7,8,10,13")
@@ -50,11 +90,17 @@ def main(argv=None) -> None:
     p.add_argument("--reps", type=int, default=10)
     p.add_argument("--out", type=Path)
     p.add_argument("--threshold", action="append", default=[], metavar="SITE=VALUE")
+    p.add_argument("--per-call", action="store_true",
+                   help="print every call on its own, with the context switches during it")
     a = p.parse_args(argv)
     rnngraph.set_num_threads(a.threads)
     for setting in a.threshold:
         site, _, value = setting.partition("=")
         core._set_parallel_threshold(site, int(value))
+    if a.per_call:
+        for r in a.rows.split(","):
+            print_per_call(int(r), a.threads, a.reps)
+        return
     results = [profile_row(int(r), a.reps) for r in a.rows.split(",")]
     names = list(results[0]["sections_ms"])
     print(f"ms per call, {a.threads} threads" + "".join(f", {t}" for t in a.threshold))
