@@ -22,6 +22,7 @@ from toolkit import (
     reference,
     signals,
 )
+from toolkit.paths import SPLITS, forced_paths
 
 WEIGHTS = ("recurrentWeight", "inputWeight")
 
@@ -121,6 +122,26 @@ def test_one_row_team_with_constant_weights(cell, text, H, training, T, rng):
         assert np.array_equal(first, runs[1][0]), f"{n} threads against 1"
         assert np.array_equal(second, first), f"{n} threads, the second run"
     assert_close(runs[1][0], reference(case, x)["h"], "float64_medium", "against the reference")
+
+
+# Calls with the same packed weights go on alternating the way the steps sweep R's panels
+# where the call before left off (Direction::steps_before): after a call of an odd number of
+# steps the next starts from the other end. H = 72 in float32: 5 panels a gate with AVX-512,
+# so the few-row tile leaves panels at the end it sweeps towards.
+@pytest.mark.parametrize("split", SPLITS)
+@pytest.mark.parametrize("N", [1, 5, 20])
+@pytest.mark.parametrize("T", [1, 3])
+@pytest.mark.parametrize("cell", CELLS)
+def test_calls_from_either_end_of_the_packed_weights_give_the_same_bits(cell, T, N, split, rng):
+    case = _states(cell, T=T, N=N, I=24, H=72)
+    x32, x64 = float32_and_float64(case, rng, scale=0.3)
+    with blas_threads(2), forced_paths(split=split):
+        runs = forward_with_constant_weights(case, x32, runs=3)
+    with blas_threads(2), forced_paths(split=split, sweep="ascending"):
+        (ascending,) = forward_with_constant_weights(case, x32, runs=1)
+    for i, h in enumerate(runs):
+        np.testing.assert_array_equal(h, ascending, err_msg=f"run {i} against every step ascending")
+    assert_close(runs[1], reference(case, x64)["h"], "float32_forward", "against the reference")
 
 
 @pytest.mark.parametrize("N", list(range(1, 14)))

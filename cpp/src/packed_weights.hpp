@@ -1,6 +1,7 @@
 // The packed copy behind rnngraph/packed_weights.hpp.
 #pragma once
 
+#include <atomic>
 #include <vector>
 
 #include "packed_gemm.hpp"
@@ -14,6 +15,10 @@ class PackedForwardWeights {
   Index D = 0, G = 0, H = 0, I = 0;          // what they were packed for (I = 0: no inputWeight)
   std::vector<PackedPanels<S>> recurrent_t;  // per direction: Rᵀ [H, G·H], one block per gate
   PackedPanels<S> input_t;                   // Wᵀ [I, D·G·H], one block per direction and gate
+  // The forward steps run with these weights so far, over every call: the parity with which
+  // a call's first step sweeps Rᵀ's panels (driver/step_runner.hpp). Calls racing on it may
+  // both sweep one way, which changes no bit (every element is summed the same either way).
+  mutable std::atomic<Index> steps_swept{0};
 
   bool matches(const RNNShape& s) const {
     return D == s.D() && G == s.gates && H == s.H && I == (s.has_input_weight ? s.I : 0);

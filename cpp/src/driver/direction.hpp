@@ -26,6 +26,8 @@ struct Direction {
   const S* mask = nullptr;  // [T, N, D·H] at this direction's block, or nullptr
   bool descending = false;  // the products sweep the packed panels from the back
                             // (detail::step_direction: every other step of a time loop)
+  Index steps_before = 0;   // steps run before this call with the same packed weights
+                            // (detail::step_sweeps_from_back: the parity of step 0)
 
   Index time(Index k) const { return reversed ? T - 1 - k : k; }  // k-th processed step
   Index previous(Index t) const { return reversed ? t + 1 : t - 1; }

@@ -72,6 +72,9 @@ void recurrent_forward(const Cell& cell, const RNNShape& s, bool reverse, const 
   // Rᵀ [H, G·H] packed per direction for the steps' products: earlier (a.packed), or now.
   const ProductPath product = detail::forward_product(s, a.packed != nullptr);
   const bool pack = product == ProductPath::packed && !a.packed;
+  const bool kept = product == ProductPath::packed && a.packed;
+  const Index steps_before =
+      kept ? a.packed->steps_swept.fetch_add(s.T, std::memory_order_relaxed) : 0;
   std::vector<PackedPanels<S>> weights_t(static_cast<size_t>(pack ? s.D() : 0));
   std::vector<Direction<S>> dirs;
   for (int d = 0; d < s.D(); ++d) {
@@ -81,8 +84,9 @@ void recurrent_forward(const Cell& cell, const RNNShape& s, bool reverse, const 
     dirs.back().product = product != ProductPath::automatic
                               ? product
                               : gemm_kernel(Trans::no, Trans::yes, s.N, s.GH(), s.H, true);
-    if (product == ProductPath::packed && a.packed) {
+    if (kept) {
       dirs.back().weight_t_panels = &a.packed->recurrent_t[static_cast<size_t>(d)];
+      dirs.back().steps_before = steps_before;
     } else if (pack) {
       auto& wt = weights_t[static_cast<size_t>(d)];
       const profile::Scope timed(profile::Section::packing);

@@ -12,15 +12,20 @@ namespace rnngraph::detail {
 // panels from the back: every other step, so that a step starts on the panels the step
 // before read last, which a thread whose share of R is larger than its L2 then finds there
 // instead of in L3 (docs/runtime.md); a team's slots claim that step's product items from
-// the back of their shares too (team_loops.hpp). Never for a step with a dependent product
+// the back of their shares too (team_loops.hpp). Counted over the calls with the same packed
+// weights (Direction::steps_before), so that a call of one step (a decoder's) starts where
+// the call before ended: 16-core Xeon, row 2 (one GRU step, 3 MB of R and of W) at 2 threads
+// 0.175 -> 0.119 ms, faster in each of 4 alternating rounds; the other cells of rows 2-5 at
+// 1-16 threads, and all on the 2-core Zen 4, within the rounds' spread
+// (results/machine16-call-parity-ab-2026-11-29.txt). Never for a step with a dependent product
 // (a reset-before GRU): its second product reads R's last gate after the first has read the
 // others, so no order of the panels lets one step start where the last ended, and
 // alternating measured slower: row 15 on one thread of the 2-core AMD EPYC (Zen 4), 5
 // alternating rounds, ascending 109-120 ms against 115-163
 // (results/sweep-ab-2cores-2026-11-28.txt). _force_paths(sweep="ascending"): never.
-template <class Cell>
-bool step_sweeps_from_back(const Cell& cell, Index k) {
-  return k % 2 == 1 && !cell.uses_dependent_product() &&
+template <class Cell, class S>
+bool step_sweeps_from_back(const Cell& cell, const Direction<S>& dir, Index k) {
+  return (dir.steps_before + k) % 2 == 1 && !cell.uses_dependent_product() &&
          forced_paths().sweep != SweepPath::ascending;
 }
 
@@ -29,7 +34,7 @@ bool step_sweeps_from_back(const Cell& cell, Index k) {
 template <class Cell, class S>
 Direction<S> step_direction(const Cell& cell, const Direction<S>& dir, Index k) {
   Direction<S> out = dir;
-  out.descending = step_sweeps_from_back(cell, k);
+  out.descending = step_sweeps_from_back(cell, dir, k);
   return out;
 }
 

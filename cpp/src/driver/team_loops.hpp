@@ -152,7 +152,7 @@ void forward_team_by_units(const Cell& cell, const RNNShape& s, const ForwardArg
     }
   };
   parallel_phases(team, 1 + T, items, run, [&](Index phase) {
-    return phase >= 1 && step_sweeps_from_back(cell, phase - 1);
+    return phase >= 1 && step_sweeps_from_back(cell, dir, phase - 1);
   });
 }
 
@@ -208,7 +208,7 @@ void forward_team(const Cell& cell, const RNNShape& s, const ForwardArgs<S>& a,
     if (a.mask && k + 1 < T) mask_rows(k + 1, r0, rows);
   };
   parallel_phases(team, 1 + 2 * T, items, run, [&](Index phase) {
-    return phase % 2 == 1 && step_sweeps_from_back(cell, (phase - 1) / 2);
+    return phase % 2 == 1 && step_sweeps_from_back(cell, dir, (phase - 1) / 2);
   });
 }
 
@@ -255,7 +255,7 @@ void backward_team(const Cell& cell, const RNNShape& s, const GradientArgs<S>& a
                          carry.data(), col0, col1);
   };
   parallel_phases(team, 2 * T, items, run, [&](Index phase) {
-    return phase % 2 == 1 && step_sweeps_from_back(cell, phase / 2);
+    return phase % 2 == 1 && step_sweeps_from_back(cell, dir, phase / 2);
   });
   if (a.initStateGrad) block(a.initStateGrad + dH, N, H, DH) = block(carry.data(), N, H, H);
 }
