@@ -1,7 +1,7 @@
 """Where each row's time goes: rnngraph's own sections (cpp/src/profile.hpp) per call.
 
     python3 benchmarks/profile_rows.py [--rows 7,8,10,13] [--threads 16] [--reps 10] [--out F]
-                                       [--threshold SITE=VALUE ...]
+                                       [--threshold SITE=VALUE ...] [--per-call]
 
 Runs each row's step (ours.make_step) --reps times after a warm-up with RNNGRAPH_PROFILE set,
 and prints per call: the wall time, each section's time (projection, packing, forward loops,
@@ -46,41 +46,55 @@ def profile_row(row_id: int, reps: int) -> dict:
             "outside_ms": wall_ms - sum(sections.values())}
 
 
-def context_switches() -> tuple[int, int]:
-    """(voluntary, involuntary) context switches of this process's threads so far (Linux)."""
-    voluntary = involuntary = 0
-    for status in Path("/proc/self/task").glob("*/status"):
+TASKS = Path("/proc/self/task")  # Linux: one status file per thread of this process
+
+
+def context_switches() -> dict[str, tuple[int, int]]:
+    """{thread id: (voluntary, involuntary) context switches so far}, per thread (Linux)."""
+    counts = {}
+    for status in TASKS.glob("*/status"):
         try:
             lines = status.read_text().splitlines()
         except OSError:  # a thread that ended meanwhile
             continue
-        for line in lines:
-            if line.startswith("voluntary_ctxt_switches"):
-                voluntary += int(line.split()[1])
-            elif line.startswith("nonvoluntary_ctxt_switches"):
-                involuntary += int(line.split()[1])
-    return voluntary, involuntary
+        fields = dict(line.split(":", 1) for line in lines if ":" in line)
+        counts[status.parent.name] = (int(fields["voluntary_ctxt_switches"]),
+                                      int(fields["nonvoluntary_ctxt_switches"]))
+    return counts
 
 
-def print_per_call(row_id: int, threads: int, reps: int) -> None:
-    """Each of ``reps`` calls: wall ms, each section's ms and the context switches during it."""
+def switches_between(before: dict[str, tuple[int, int]],
+                     after: dict[str, tuple[int, int]]) -> tuple[int, int]:
+    """The switches of the threads present at both reads (one that started or ended between
+    them would count its whole life)."""
+    both = before.keys() & after.keys()
+    return (sum(after[t][0] - before[t][0] for t in both),
+            sum(after[t][1] - before[t][1] for t in both))
+
+
+def print_per_call(row_id: int, threads: int, reps: int, thresholds: list[str]) -> None:
+    """Each of ``reps`` calls: wall ms, each section's ms, what is left outside them, and the
+    context switches of the process's threads during the call (n/a where /proc has none)."""
     step = ours.make_step(BY_ID[row_id])
     step()
     step()
+    names = list(core._profile())
+    print(f"row {row_id}, {threads} threads" + "".join(f", {t}" for t in thresholds)
+          + ", ms per call")
+    print("| call | wall | " + " | ".join(names) + " | outside | voluntary | involuntary |")
+    print("|---" * (len(names) + 5) + "|")
+    counted = TASKS.is_dir()
     for i in range(reps):
         core._reset_profile()
-        before = context_switches()
+        before = context_switches() if counted else {}
         t0 = time.perf_counter()
         step()
         wall_ms = 1e3 * (time.perf_counter() - t0)
-        after = context_switches()
-        sections = core._profile()
-        if i == 0:
-            print(f"row {row_id}, {threads} threads, ms per call")
-            print("| call | wall | " + " | ".join(sections) + " | voluntary | involuntary |")
-            print("|---" * (len(sections) + 4) + "|")
-        cells = " | ".join(f"{1e3 * seconds:.2f}" for seconds, _ in sections.values())
-        print(f"| {i} | {wall_ms:.2f} | {cells} | {after[0] - before[0]} | {after[1] - before[1]} |")
+        switches = switches_between(before, context_switches()) if counted else ("n/a", "n/a")
+        sections = {n: 1e3 * seconds for n, (seconds, _) in core._profile().items()}
+        cells = " | ".join(f"{sections[n]:.2f}" for n in names)
+        outside = wall_ms - sum(sections.values())
+        print(f"| {i} | {wall_ms:.2f} | {cells} | {outside:.2f} | {switches[0]} | {switches[1]} |")
 
 
 def main(argv=None) -> None:
@@ -98,8 +112,10 @@ def main(argv=None) -> None:
         site, _, value = setting.partition("=")
         core._set_parallel_threshold(site, int(value))
     if a.per_call:
+        if a.out:
+            p.error("--out writes the table of means; --per-call prints each call instead")
         for r in a.rows.split(","):
-            print_per_call(int(r), a.threads, a.reps)
+            print_per_call(int(r), a.threads, a.reps, a.threshold)
         return
     results = [profile_row(int(r), a.reps) for r in a.rows.split(",")]
     names = list(results[0]["sections_ms"])

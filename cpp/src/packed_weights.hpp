@@ -16,8 +16,9 @@ class PackedForwardWeights {
   std::vector<PackedPanels<S>> recurrent_t;  // per direction: Rᵀ [H, G·H], one block per gate
   PackedPanels<S> input_t;                   // Wᵀ [I, D·G·H], one block per direction and gate
   // The forward steps run with these weights so far, over every call: the parity with which
-  // a call's first step sweeps Rᵀ's panels (driver/step_runner.hpp). Calls racing on it may
-  // both sweep one way, which changes no bit (every element is summed the same either way).
+  // a call's first step sweeps Rᵀ's panels (driver/step_runner.hpp). Concurrent calls each
+  // take their own count, in either order; which end a call starts on then need not match
+  // what the cache holds, and the bits are the same either way.
   mutable std::atomic<Index> steps_swept{0};
 
   bool matches(const RNNShape& s) const {

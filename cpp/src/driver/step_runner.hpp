@@ -16,7 +16,8 @@ namespace rnngraph::detail {
 // weights (Direction::steps_before), so that a call of one step (a decoder's) starts where
 // the call before ended: 16-core Xeon, row 2 (one GRU step, 3 MB of R and of W) at 2 threads
 // 0.175 -> 0.119 ms, faster in each of 4 alternating rounds; the other cells of rows 2-5 at
-// 1-16 threads, and all on the 2-core Zen 4, within the rounds' spread
+// 1-16 threads within the rounds' spread, and on the 2-core Zen 4 all but row 5 on one
+// thread, faster in every round (16.9-18.3 against 18.6-21.2 ms)
 // (results/machine16-call-parity-ab-2026-11-29.txt). Never for a step with a dependent product
 // (a reset-before GRU): its second product reads R's last gate after the first has read the
 // others, so no order of the panels lets one step start where the last ended, and
