@@ -27,46 +27,47 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import ours
 from rows import BY_ID
+from settle import TASKS, thread_switches
 
 import rnngraph
 from rnngraph._native import core
 
 
-def profile_row(row_id: int, reps: int) -> dict:
+def warm_step(row_id: int):
+    """Row ``row_id``'s step (ours.make_step), called twice (packing, kept memory)."""
     step = ours.make_step(BY_ID[row_id])
     step()
     step()
+    return step
+
+
+def timed(step, calls: int = 1) -> tuple[float, dict[str, float]]:
+    """ms per call over ``calls`` calls of ``step``: the wall time, and each section's."""
     core._reset_profile()
     t0 = time.perf_counter()
-    for _ in range(reps):
+    for _ in range(calls):
         step()
-    wall_ms = 1e3 * (time.perf_counter() - t0) / reps
-    sections = {name: 1e3 * seconds / reps for name, (seconds, _) in core._profile().items()}
+    wall_ms = 1e3 * (time.perf_counter() - t0) / calls
+    return wall_ms, {name: 1e3 * seconds / calls for name, (seconds, _) in core._profile().items()}
+
+
+def print_head(title: str, columns: list[str]) -> None:
+    """A Markdown table's title line, header and separator."""
+    print(title)
+    print("| " + " | ".join(columns) + " |")
+    print("|---" * len(columns) + "|")
+
+
+def profile_row(row_id: int, reps: int) -> dict:
+    wall_ms, sections = timed(warm_step(row_id), reps)
     return {"row": row_id, "wall_ms": wall_ms, "sections_ms": sections,
             "outside_ms": wall_ms - sum(sections.values())}
 
 
-TASKS = Path("/proc/self/task")  # Linux: one status file per thread of this process
-
-
-def context_switches() -> dict[str, tuple[int, int]]:
-    """{thread id: (voluntary, involuntary) context switches so far}, per thread (Linux)."""
-    counts = {}
-    for status in TASKS.glob("*/status"):
-        try:
-            lines = status.read_text().splitlines()
-        except OSError:  # a thread that ended meanwhile
-            continue
-        fields = dict(line.split(":", 1) for line in lines if ":" in line)
-        counts[status.parent.name] = (int(fields["voluntary_ctxt_switches"]),
-                                      int(fields["nonvoluntary_ctxt_switches"]))
-    return counts
-
-
-def switches_between(before: dict[str, tuple[int, int]],
-                     after: dict[str, tuple[int, int]]) -> tuple[int, int]:
-    """The switches of the threads present at both reads (one that started or ended between
-    them would count its whole life)."""
+def switches_between(before: dict[int, tuple[int, int]],
+                     after: dict[int, tuple[int, int]]) -> tuple[int, int]:
+    """The context switches of the threads present at both reads (settle.thread_switches; a
+    thread that started or ended between them would count its whole life)."""
     both = before.keys() & after.keys()
     return (sum(after[t][0] - before[t][0] for t in both),
             sum(after[t][1] - before[t][1] for t in both))
@@ -75,23 +76,16 @@ def switches_between(before: dict[str, tuple[int, int]],
 def print_per_call(row_id: int, threads: int, reps: int, thresholds: list[str]) -> None:
     """Each of ``reps`` calls: wall ms, each section's ms, what is left outside them, and the
     context switches of the process's threads during the call (n/a where /proc has none)."""
-    step = ours.make_step(BY_ID[row_id])
-    step()
-    step()
+    step = warm_step(row_id)
     names = list(core._profile())
-    print(f"row {row_id}, {threads} threads" + "".join(f", {t}" for t in thresholds)
-          + ", ms per call")
-    print("| call | wall | " + " | ".join(names) + " | outside | voluntary | involuntary |")
-    print("|---" * (len(names) + 5) + "|")
+    print_head(f"row {row_id}, {threads} threads" + "".join(f", {t}" for t in thresholds)
+               + ", ms per call",
+               ["call", "wall", *names, "outside", "voluntary", "involuntary"])
     counted = TASKS.is_dir()
     for i in range(reps):
-        core._reset_profile()
-        before = context_switches() if counted else {}
-        t0 = time.perf_counter()
-        step()
-        wall_ms = 1e3 * (time.perf_counter() - t0)
-        switches = switches_between(before, context_switches()) if counted else ("n/a", "n/a")
-        sections = {n: 1e3 * seconds for n, (seconds, _) in core._profile().items()}
+        before = thread_switches() if counted else {}
+        wall_ms, sections = timed(step)
+        switches = switches_between(before, thread_switches()) if counted else ("n/a", "n/a")
         cells = " | ".join(f"{sections[n]:.2f}" for n in names)
         outside = wall_ms - sum(sections.values())
         print(f"| {i} | {wall_ms:.2f} | {cells} | {outside:.2f} | {switches[0]} | {switches[1]} |")
@@ -119,9 +113,8 @@ def main(argv=None) -> None:
         return
     results = [profile_row(int(r), a.reps) for r in a.rows.split(",")]
     names = list(results[0]["sections_ms"])
-    print(f"ms per call, {a.threads} threads" + "".join(f", {t}" for t in a.threshold))
-    print("| row | wall | " + " | ".join(names) + " | outside |")
-    print("|---" * (len(names) + 3) + "|")
+    print_head(f"ms per call, {a.threads} threads" + "".join(f", {t}" for t in a.threshold),
+               ["row", "wall", *names, "outside"])
     for r in results:
         cells = " | ".join(f"{r['sections_ms'][n]:.2f}" for n in names)
         print(f"| {r['row']} | {r['wall_ms']:.2f} | {cells} | {r['outside_ms']:.2f} |")

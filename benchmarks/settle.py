@@ -13,9 +13,12 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 TASKS = Path("/proc/self/task")
+T = TypeVar("T")
 TICK_NS = 1e9 / os.sysconf("SC_CLK_TCK")
 WINDOW_S = 0.1
 LIMIT_S = 2.0
@@ -43,15 +46,32 @@ def source() -> str:
 _READ = _schedstat_ns if source() == "schedstat" else _stat_ns
 
 
-def thread_cpu_ns() -> dict[int, int]:
-    """CPU time (ns) of every live thread of this process, by thread id."""
+def _per_thread(read: Callable[[Path], T]) -> dict[int, T]:
+    """``read(its /proc directory)`` of every live thread of this process, by thread id."""
     out = {}
     for task in TASKS.iterdir():
         try:
-            out[int(task.name)] = _READ(task)
-        except (OSError, ValueError, IndexError):
+            out[int(task.name)] = read(task)
+        except (OSError, ValueError, IndexError, KeyError):
             pass  # the thread ended between listing and reading
     return out
+
+
+def thread_cpu_ns() -> dict[int, int]:
+    """CPU time (ns) of every live thread of this process, by thread id."""
+    return _per_thread(_READ)
+
+
+def _switches(task: Path) -> tuple[int, int]:
+    fields = dict(line.split(":", 1) for line in (task / "status").read_text().splitlines()
+                  if ":" in line)
+    return int(fields["voluntary_ctxt_switches"]), int(fields["nonvoluntary_ctxt_switches"])
+
+
+def thread_switches() -> dict[int, tuple[int, int]]:
+    """(voluntary, involuntary) context switches so far of every live thread of this process,
+    by thread id: a thread slept, or the OS took its core."""
+    return _per_thread(_switches)
 
 
 def others_cpu_ms(window_s: float = WINDOW_S) -> float:
