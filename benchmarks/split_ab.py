@@ -4,12 +4,14 @@ alternating in one process, --rounds times, so a slow spell of the machine falls
 path alike. --path split (the default) compares work splits (cpp/src/driver/work_split.hpp);
 --path sweep compares which way the steps sweep the weight panels (step_direction), --path
 steps how a team runs each forward step (team_loops.hpp, steps_by_units; only where the split
-is a team, so its default values force split=team too). A value may also name several paths
-at once, as path=value pairs joined by commas.
+is a team, so its default values force split=team too), --path threshold a parallel site's
+threshold (tuning.hpp; e.g. team=262144 for a smaller team, "auto" for the defaults). A value
+may also name several paths (or sites) at once, as path=value pairs joined by commas.
 
     python3 benchmarks/split_ab.py --rows 10,13 --threads 8 --splits auto team rows --rounds 4
     python3 benchmarks/split_ab.py --path sweep --splits alternating ascending --rows 4,5,6
     python3 benchmarks/split_ab.py --rows 10 --splits auto split=team,steps=units split=team
+    python3 benchmarks/split_ab.py --rows 2 --path threshold --splits auto team=65536 team=262144
 
 Prints per (row, threads, path) the median of each round's median, in ms, and the rounds.
 """
@@ -27,22 +29,35 @@ import rnngraph as rg
 from rnngraph._native import core
 
 DEFAULTS = {"split": ["auto", "team", "rows"], "sweep": ["alternating", "ascending"],
-            "steps": ["auto", "split=team,steps=units", "split=team,steps=phases"]}
+            "steps": ["auto", "split=team,steps=units", "split=team,steps=phases"],
+            "threshold": ["auto", "team=65536", "team=262144"]}
 
 
 def forced(path: str, value: str) -> dict[str, str]:
     """The paths a value of --splits forces: {path: value}, or its path=value pairs (ValueError
-    for a pair without "=")."""
+    for a pair without "="). For --path threshold, the sites it moves ("auto": none)."""
     if "=" not in value:
-        return {path: value}
+        if path == "threshold" and value != "auto":
+            raise ValueError(value)
+        return {} if path == "threshold" else {path: value}
     return dict(pair.split("=", 1) for pair in value.split(","))
+
+
+def apply(path: str, setting: dict[str, str], sites: set[str]) -> None:
+    """Puts `setting` in force: the forced paths, or the thresholds of `sites` (every site any
+    value moves) at their defaults but those `setting` names."""
+    if path != "threshold":
+        core._force_paths(**setting)
+        return
+    for site in sites:
+        core._set_parallel_threshold(site, int(setting.get(site, -1)))
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rows", default="10,13")
     p.add_argument("--threads", nargs="+", type=int, default=[8])
-    p.add_argument("--path", default="split", choices=["split", "sweep", "steps"])
+    p.add_argument("--path", default="split", choices=sorted(DEFAULTS))
     p.add_argument("--splits", nargs="+",
                    help="the values of --path to compare (default: each path's own, DEFAULTS)")
     p.add_argument("--rounds", type=int, default=4)
@@ -53,6 +68,7 @@ def main() -> None:
         settings = {value: forced(a.path, value) for value in a.splits}
     except ValueError:
         p.error("--splits: a value is a path's value or path=value pairs joined by commas")
+    sites = {site for setting in settings.values() for site in setting}
     for n in a.threads:
         rg.set_num_threads(n)
         for row in parse_rows(a.rows):
@@ -60,9 +76,9 @@ def main() -> None:
             rounds: dict[str, list[float]] = {value: [] for value in a.splits}
             for _ in range(a.rounds):
                 for value in a.splits:
-                    core._force_paths(**settings[value])
+                    apply(a.path, settings[value], sites)
                     rounds[value].append(measure(step, budget_s=a.budget)["median_ms"])
-            core._force_paths()
+            apply(a.path, {}, sites)
             for value, ms in rounds.items():
                 print(f"row {row.id:2d} @{n:2d} {value:24s} {statistics.median(ms):9.3f} ms   "
                       + " ".join(f"{m:.3f}" for m in ms), flush=True)
