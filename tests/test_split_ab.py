@@ -1,0 +1,49 @@
+"""benchmarks/split_ab.py: the settings each value of --splits puts in force, and their undoing."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+
+import split_ab
+from rnngraph._native import core
+
+
+def test_values_name_a_path_or_pairs():
+    assert split_ab.forced("split", "team") == {"split": "team"}
+    assert split_ab.forced("split", "split=team,steps=units") == {"split": "team",
+                                                                  "steps": "units"}
+    assert split_ab.forced("threshold", "auto") == {}
+    assert split_ab.forced("threshold", "team=65536,step=1") == {"team": "65536", "step": "1"}
+    with pytest.raises(ValueError):
+        split_ab.forced("threshold", "team")
+
+
+def test_thresholds_move_and_come_back():
+    defaults = dict(core._parallel_thresholds())
+    sites = {"team", "step"}
+    try:
+        split_ab.apply("threshold", {"team": "65536"}, sites)
+        moved = dict(core._parallel_thresholds())
+        assert moved["team"] == 65536 and moved["step"] == defaults["step"]
+        split_ab.apply("threshold", {"step": "7"}, sites)
+        moved = dict(core._parallel_thresholds())
+        assert moved["team"] == defaults["team"] and moved["step"] == 7
+        split_ab.apply("threshold", {}, sites)
+        assert dict(core._parallel_thresholds()) == defaults
+    finally:
+        for site in sites:
+            core._set_parallel_threshold(site, -1)
+
+
+def test_forced_paths_come_back():
+    before = core._forced_paths()
+    try:
+        split_ab.apply("split", {"split": "team"}, set())
+        assert core._forced_paths() != before
+        split_ab.apply("split", {}, set())
+        assert core._forced_paths() == before
+    finally:
+        core._force_paths()
