@@ -7,14 +7,28 @@ train: one Graph holding the forward op (training=True) and its gradient op; one
 every gradient as target (source, recurrentWeight, inputWeight, bias, initState, plus
 initCell for LSTM and secondaryBias for GRU resetAfter, i.e. everything PyTorch returns)
 computes forward + backward: the saved forward tensors are intermediates of that run.
+move_thresholds sets the parallel sites' thresholds a measurement runs with.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 import numpy as np
 from rows import GATES, Row
 
 import rnngraph as rg
+from rnngraph._native import core
+
+
+def move_thresholds(setting: Mapping[str, str | int]) -> None:
+    """Every parallel site's threshold (cpp/src/tuning.hpp) at its default but those
+    ``setting`` moves ({site: multiply-adds}, e.g. {"team": 262144}); {} restores them all.
+    ValueError for a site the core does not have or a value that is not an integer."""
+    for site, _ in core._parallel_thresholds():
+        core._set_parallel_threshold(site, -1)
+    for site, value in setting.items():
+        core._set_parallel_threshold(site, int(value))
 
 
 def _random(rng, shape, dtype, scale=1.0):

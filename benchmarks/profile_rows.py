@@ -102,9 +102,10 @@ def main(argv=None) -> None:
                    help="print every call on its own, with the context switches during it")
     a = p.parse_args(argv)
     rnngraph.set_num_threads(a.threads)
-    for setting in a.threshold:
-        site, _, value = setting.partition("=")
-        core._set_parallel_threshold(site, int(value))
+    try:
+        ours.move_thresholds(dict(setting.split("=", 1) for setting in a.threshold))
+    except ValueError as error:
+        p.error(f"--threshold: SITE=VALUE, a site of cpp/src/tuning.hpp and an integer: {error}")
     if a.per_call:
         if a.out:
             p.error("--out writes the table of means; --per-call prints each call instead")

@@ -21,7 +21,7 @@ from __future__ import annotations
 import argparse
 import statistics
 
-from ours import make_step
+from ours import make_step, move_thresholds
 from rows import parse_rows
 from timing import measure
 
@@ -34,23 +34,25 @@ DEFAULTS = {"split": ["auto", "team", "rows"], "sweep": ["alternating", "ascendi
 
 
 def forced(path: str, value: str) -> dict[str, str]:
-    """The paths a value of --splits forces: {path: value}, or its path=value pairs (ValueError
-    for a pair without "="). For --path threshold, the sites it moves ("auto": none)."""
-    if "=" not in value:
-        if path == "threshold" and value != "auto":
-            raise ValueError(value)
-        return {} if path == "threshold" else {path: value}
-    return dict(pair.split("=", 1) for pair in value.split(","))
+    """What a value of --splits sets: {} for "auto" (every choice to the thresholds),
+    {path: value}, or its path=value pairs (ValueError for a pair without "=", or a bare
+    value of --path threshold, which names no site)."""
+    if value == "auto":
+        return {}
+    if "=" in value:
+        return dict(pair.split("=", 1) for pair in value.split(","))
+    if path == "threshold":
+        raise ValueError(value)
+    return {path: value}
 
 
-def apply(path: str, setting: dict[str, str], sites: set[str]) -> None:
-    """Puts `setting` in force: the forced paths, or the thresholds of `sites` (every site any
-    value moves) at their defaults but those `setting` names."""
-    if path != "threshold":
+def apply(path: str, setting: dict[str, str]) -> None:
+    """Puts ``setting`` in force, everything it does not name back at its default: the
+    thresholds for --path threshold, the forced paths otherwise."""
+    if path == "threshold":
+        move_thresholds(setting)
+    else:
         core._force_paths(**setting)
-        return
-    for site in sites:
-        core._set_parallel_threshold(site, int(setting.get(site, -1)))
 
 
 def main() -> None:
@@ -68,7 +70,6 @@ def main() -> None:
         settings = {value: forced(a.path, value) for value in a.splits}
     except ValueError:
         p.error("--splits: a value is a path's value or path=value pairs joined by commas")
-    sites = {site for setting in settings.values() for site in setting}
     for n in a.threads:
         rg.set_num_threads(n)
         for row in parse_rows(a.rows):
@@ -76,9 +77,9 @@ def main() -> None:
             rounds: dict[str, list[float]] = {value: [] for value in a.splits}
             for _ in range(a.rounds):
                 for value in a.splits:
-                    apply(a.path, settings[value], sites)
+                    apply(a.path, settings[value])
                     rounds[value].append(measure(step, budget_s=a.budget)["median_ms"])
-            apply(a.path, {}, sites)
+            apply(a.path, {})
             for value, ms in rounds.items():
                 print(f"row {row.id:2d} @{n:2d} {value:24s} {statistics.median(ms):9.3f} ms   "
                       + " ".join(f"{m:.3f}" for m in ms), flush=True)

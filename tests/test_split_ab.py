@@ -24,27 +24,27 @@ def test_values_name_a_path_or_pairs():
 
 def test_thresholds_move_and_come_back():
     defaults = dict(core._parallel_thresholds())
-    sites = {"team", "step"}
     try:
-        split_ab.apply("threshold", {"team": "65536"}, sites)
+        split_ab.apply("threshold", {"team": "65536"})
         moved = dict(core._parallel_thresholds())
         assert moved["team"] == 65536 and moved["step"] == defaults["step"]
-        split_ab.apply("threshold", {"step": "7"}, sites)
+        split_ab.apply("threshold", {"step": "7"})
         moved = dict(core._parallel_thresholds())
         assert moved["team"] == defaults["team"] and moved["step"] == 7
-        split_ab.apply("threshold", {}, sites)
+        split_ab.apply("threshold", {})
         assert dict(core._parallel_thresholds()) == defaults
+        with pytest.raises(ValueError):
+            split_ab.apply("threshold", {"no such site": "1"})
     finally:
-        for site in sites:
-            core._set_parallel_threshold(site, -1)
+        split_ab.apply("threshold", {})
 
 
 def test_forced_paths_come_back():
     before = core._forced_paths()
     try:
-        split_ab.apply("split", {"split": "team"}, set())
+        split_ab.apply("split", {"split": "team"})
         assert core._forced_paths() != before
-        split_ab.apply("split", {}, set())
+        split_ab.apply("split", {})
         assert core._forced_paths() == before
     finally:
         core._force_paths()
