@@ -21,7 +21,7 @@ from rnngraph.ops.forward_matching import (
     kept_product,
     warn_unmatched_inputs,
 )
-from rnngraph.ops.layouts import fully_known, infer_sizes, normalise
+from rnngraph.ops.layouts import fully_known, infer_sizes, normalise, unsettled
 from rnngraph.tensor import Tensor
 
 if TYPE_CHECKING:
@@ -162,6 +162,8 @@ def forward_op(graph: GraphBuilder, spec: CellSpec, arguments: Arguments,
     options = spec.core_options(descriptor)  # parsed once, used every run
 
     static = fully_known(tensors)
+    # (a run looks only at the inputs whose arrays may not be dense yet)
+    to_normalise = unsettled(tensors)
     # Weights that are graph constants are packed for the kernels once, at the first run, and
     # the packed copy serves every later run (as an inference runtime packs its initializers).
     weights = [tensors[label] for label in ("recurrentWeight", "inputWeight")]
@@ -183,7 +185,7 @@ def forward_op(graph: GraphBuilder, spec: CellSpec, arguments: Arguments,
             # their placeholders; only dimensions left open need the checks again now.
             run_sizes = sizes if static else infer_sizes(op, spec, arrays, bidirectional)
             with naming_memory_errors(op):
-                dense = normalise(arrays, run_sizes, bidirectional)
+                dense = normalise(arrays, run_sizes, bidirectional, to_normalise)
             if constant_weights and packed is None:
                 packed = _core.pack_forward_weights(options, dense["recurrentWeight"],
                                                     dense["inputWeight"])
@@ -219,11 +221,12 @@ def gradient_op(graph: GraphBuilder, spec: CellSpec, arguments: Arguments,
     options = spec.core_options(descriptor)
     returned = [label for label in spec.returned if tensors.get(label) is not None]
     static = fully_known(tensors)
+    to_normalise = unsettled(tensors)
 
     def compute(arrays: RunArrays) -> list[NDArray[Any]]:
         run_sizes = sizes if static else infer_sizes(op, spec, arrays, bidirectional)
         with naming_memory_errors(op):
-            dense = normalise(arrays, run_sizes, bidirectional)
+            dense = normalise(arrays, run_sizes, bidirectional, to_normalise)
         grads = _core.rnn_gradients(options, dense)
         return [grads[label].reshape(arrays[label].shape) for label in returned]
 
