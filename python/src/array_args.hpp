@@ -37,6 +37,13 @@ inline py::array as_array(const py::object& obj, const std::string& where) {
   return py::reinterpret_borrow<py::array>(obj);
 }
 
+// The same for an op's input `label`, its message built only on failure (every call reads a
+// few inputs this way).
+inline py::array as_array(const py::object& obj, const std::string& op, const char* label) {
+  if (!py::isinstance<py::array>(obj)) as_array(obj, op + ": " + label);  // raises
+  return py::reinterpret_borrow<py::array>(obj);
+}
+
 // Whether a's elements are S in native byte order. Compared by type number and byte order,
 // not by dtype object identity: an array that went through pickle (multiprocessing, a
 // worker process, a file) or whose dtype carries metadata has an equal, not the same,
@@ -89,11 +96,12 @@ py::array_t<S> output(const Shape& shape) {
   return pooled_array<S>(std::vector<py::ssize_t>(shape.begin(), shape.end()));
 }
 
-// A Python bool, else TypeError naming `where` (numpy.bool_ too, which pybind11's bool
-// caster takes even without conversion).
-inline bool strict_bool(const py::handle& value, const std::string& where) {
+// A Python bool, else TypeError naming the op and the argument (numpy.bool_ too, which
+// pybind11's bool caster takes even without conversion).
+inline bool strict_bool(const py::handle& value, const char* op, const char* argument) {
   if (!py::isinstance<py::bool_>(value)) {
-    throw py::type_error(where + ": expected a bool, got " + std::string(py::repr(value)));
+    throw py::type_error(std::string(op) + ": " + argument + ": expected a bool, got " +
+                         std::string(py::repr(value)));
   }
   return value.cast<bool>();
 }

@@ -39,7 +39,7 @@ RNNShape weight_sizes(const CellOptions& opts, const std::string& op,
   RNNShape s;
   s.gates = traits_of(opts).gates;
   s.bidirectional = is_bidirectional(opts);
-  py::array R = as_array(recurrentWeight, op + ": recurrentWeight");
+  py::array R = as_array(recurrentWeight, op, "recurrentWeight");
   if (R.ndim() != (s.bidirectional ? 3 : 2)) {
     throw py::value_error(op + ": recurrentWeight: expected rank " +
                           std::to_string(s.bidirectional ? 3 : 2) + ", got shape " +
@@ -57,7 +57,7 @@ RNNShape infer_shape(const CellOptions& opts, const std::string& op, const Input
   if (recurrentWeight.is_none()) throw py::value_error(op + ": recurrentWeight is required");
   RNNShape s = weight_sizes(opts, op, recurrentWeight);
   s.has_input_weight = !in["inputWeight"].is_none();
-  py::array src = as_array(source, op + ": source");
+  py::array src = as_array(source, op, "source");
   if (src.ndim() != 3) {
     throw py::value_error(op + ": source: expected rank 3 [T, N, I], got shape " +
                           shape_str(shape_of(src)));
@@ -275,9 +275,9 @@ void bind_rnn(py::module_& m) {
          const PackedWeights* packed, const py::object& finals_arg, const py::object& product_arg) {
         const CellOptions opts = options_from(options, "rnn_forward: options");
         const CellTraits& t = traits_of(opts);
-        const bool training = strict_bool(training_arg, std::string(t.op) + ": training");
-        const bool finals = strict_bool(finals_arg, std::string(t.op) + ": final_states");
-        const bool keep = strict_bool(product_arg, std::string(t.op) + ": recurrent_product");
+        const bool training = strict_bool(training_arg, t.op, "training");
+        const bool finals = strict_bool(finals_arg, t.op, "final_states");
+        const bool keep = strict_bool(product_arg, t.op, "recurrent_product");
         const Inputs in(inputs, t.op, t.forward_labels);
         return naming_memory_errors(t.op, [&] {
           return dispatch(t.op, "source", in["source"], [&](auto tag) {

@@ -5,8 +5,10 @@
 #include <pybind11/pybind11.h>
 
 #include <cstring>
+#include <deque>
 #include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "array_args.hpp"
@@ -20,7 +22,7 @@ class Inputs {
  public:
   Inputs(const py::handle& mapping, const std::string& op,
          std::initializer_list<const char*> labels)
-      : op_(op), labels_(labels), values_(labels.size()) {
+      : op_(op), labels_(labels), interned_(interned(labels)), values_(labels.size()) {
     if (!PyDict_Check(mapping.ptr())) {
       throw py::type_error(op + ": inputs: expected a dict {label: numpy.ndarray or None}, got " +
                            type_name(mapping));
@@ -49,6 +51,10 @@ class Inputs {
 
  private:
   size_t find(PyObject* key) const {
+    // A dict built in Python has interned keys: found by pointer, before comparing text.
+    for (size_t i = 0; i < interned_.size(); ++i) {
+      if (interned_[i] == key) return i;
+    }
     size_t i = 0;
     for (const char* label : labels_) {
       if (PyUnicode_CompareWithASCIIString(key, label) == 0) return i;
@@ -63,8 +69,27 @@ class Inputs {
                           op_ + " takes " + all + ")");
   }
 
+  // The labels as interned Python strings, made once per label list (the lists are the
+  // static ones of cell_options.cpp; the GIL guards the cache). Comparing every key's text
+  // with the labels cost a tenth of a one-step GRU call's instructions (callgrind).
+  static const std::vector<PyObject*>& interned(std::initializer_list<const char*> labels) {
+    static std::deque<std::pair<const char* const*, std::vector<PyObject*>>> made;  // (stable)
+    for (const auto& [list, strings] : made) {
+      if (list == labels.begin()) return strings;
+    }
+    std::vector<PyObject*> strings;
+    for (const char* label : labels) {
+      PyObject* s = PyUnicode_InternFromString(label);  // kept for the process's lifetime
+      if (!s) throw py::error_already_set();
+      strings.push_back(s);
+    }
+    made.emplace_back(labels.begin(), std::move(strings));
+    return made.back().second;
+  }
+
   std::string op_;
   std::initializer_list<const char*> labels_;
+  const std::vector<PyObject*>& interned_;
   std::vector<py::object> values_;  // by label; null where not given
 };
 
@@ -73,7 +98,7 @@ class Inputs {
 template <class Fn>
 auto dispatch(const std::string& op, const char* label, const py::object& array, Fn&& fn) {
   if (array.is_none()) throw py::value_error(op + ": " + label + " is required");
-  py::array a = as_array(array, op + ": " + label);
+  py::array a = as_array(array, op, label);
   if (elements_are<float>(a)) return fn(float{});
   if (elements_are<double>(a)) return fn(double{});
   throw py::type_error(op + ": " + label + ": expected dtype float32 or float64, got " +

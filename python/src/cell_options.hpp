@@ -30,7 +30,7 @@ const CellTraits& traits_of(const CellOptions& options);
 bool is_bidirectional(const CellOptions& options);
 
 // The options object of a call: one of the three option types, else TypeError naming `where`.
-CellOptions options_from(const py::handle& options, const std::string& where);
+CellOptions options_from(const py::handle& options, const char* where);
 
 void bind_cell_options(py::module_& m);
 

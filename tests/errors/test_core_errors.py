@@ -125,6 +125,37 @@ def test_inputs_must_be_a_dict_of_labels():
         core.rnn_forward(options(core, "singleGateRNN"), arrays | {1: None})
 
 
+class Label(str):
+    """A str subclass, as a caller's own key type might be."""
+
+
+@pytest.mark.parametrize("cell", CELLS)
+def test_labels_are_read_whatever_their_string_objects(cell, rng):
+    """Keys made at run time (not interned, so not the objects the binding compares first)
+    and str subclasses name the same inputs as literal keys, for both ops."""
+    core = _native.core
+    arrays = {label: rng.standard_normal(a.shape) * 0.5
+              for label, a in core_arrays(cell, gradient=True).items()}
+    fresh = {"".join(list(label)): a for label, a in arrays.items()}
+    assert all(key is not label for key, label in zip(fresh, arrays))  # new string objects
+    subclassed = {Label(label): a for label, a in arrays.items()}
+    forward = {k: v for k, v in arrays.items() if k in core_arrays(cell)}
+    expected = core.rnn_forward(options(core, cell), forward, training=True)
+    expected_gradients = core.rnn_gradients(options(core, cell), arrays)
+    for keys in (fresh, subclassed):
+        found = core.rnn_forward(options(core, cell), {k: v for k, v in keys.items()
+                                                       if k in forward}, training=True)
+        for a, b in zip(found, expected):
+            if b is not None:
+                np.testing.assert_array_equal(a, b)
+        gradients = core.rnn_gradients(options(core, cell), keys)
+        assert gradients.keys() == expected_gradients.keys()
+        for label, gradient in gradients.items():
+            np.testing.assert_array_equal(gradient, expected_gradients[label])
+    with pytest.raises(ValueError, match=f"{cell}: inputs: unknown label 'sourcE'"):
+        core.rnn_forward(options(core, cell), forward | {"sourcE": None})
+
+
 @pytest.mark.parametrize("level", list(CORES))
 def test_options_are_typed(level):
     core = CORES[level]

@@ -129,16 +129,18 @@ struct GradientArgs {
   S* secondaryBiasGrad = nullptr;
 };
 
-inline void require(bool ok, const std::string& message) {
-  if (!ok) throw std::invalid_argument(message);
+// std::invalid_argument("<op>: <what>") unless ok; the message is built only on failure (these
+// checks run on every call: building it each time cost 1.7k of a one-step GRU call's 32k
+// instructions, callgrind).
+inline void require(bool ok, const char* op, const char* what) {
+  if (!ok) throw std::invalid_argument(std::string(op) + ": " + what);
 }
 
 inline void validate_shape(const RNNShape& s, const char* op) {
-  const std::string prefix = std::string(op) + ": ";
-  require(s.T >= 0 && s.N >= 0 && s.H >= 0 && s.I >= 0, prefix + "negative dimension");
-  require(s.H > 0, prefix + "recurrentWeight: hidden size H must be positive");
-  require(!s.has_input_weight || s.I > 0, prefix + "inputWeight: input size I must be positive");
-  require(s.gates == 1 || s.gates == 3 || s.gates == 4, prefix + "internal: bad gate count");
+  require(s.T >= 0 && s.N >= 0 && s.H >= 0 && s.I >= 0, op, "negative dimension");
+  require(s.H > 0, op, "recurrentWeight: hidden size H must be positive");
+  require(!s.has_input_weight || s.I > 0, op, "inputWeight: input size I must be positive");
+  require(s.gates == 1 || s.gates == 3 || s.gates == 4, op, "internal: bad gate count");
 }
 
 }  // namespace rnngraph

@@ -49,12 +49,11 @@ void empty_batch_gradients(const RNNShape& s, const GradientArgs<S>& a) {
 template <class Cell, class S>
 void recurrent_forward(const Cell& cell, const RNNShape& s, bool reverse, const ForwardArgs<S>& a) {
   validate_shape(s, Cell::name);
-  require(a.source && a.recurrentWeight && a.output, std::string(Cell::name) + ": missing buffer");
-  require(!a.packed || a.packed->matches(s),
-          std::string(Cell::name) + ": packed weights of another shape");
-  require(!Cell::has_cell_state || a.cellOutput, std::string(Cell::name) + ": missing cell buffer");
-  require(!a.recurrentProduct || cell.keeps_product(),
-          std::string(Cell::name) + ": recurrentProduct: kept by a resetAfter GRU only");
+  require(a.source && a.recurrentWeight && a.output, Cell::name, "missing buffer");
+  require(!a.packed || a.packed->matches(s), Cell::name, "packed weights of another shape");
+  require(!Cell::has_cell_state || a.cellOutput, Cell::name, "missing cell buffer");
+  require(!a.recurrentProduct || cell.keeps_product(), Cell::name,
+          "recurrentProduct: kept by a resetAfter GRU only");
   if (s.T == 0 || s.N == 0) return;  // every output is empty
   FlushDenormals flush;
   const Index TN = s.T * s.N, DGH = s.DGH();
@@ -131,14 +130,13 @@ void recurrent_gradients(const Cell& cell, const RNNShape& s, bool reverse,
   validate_shape(s, Cell::name);
   require(a.source && a.recurrentWeight && a.sourceGradient && a.zState && a.sourceGrad &&
               a.recurrentWeightGrad,
-          std::string(Cell::name) + ": missing buffer");
-  const std::string gradient_op = std::string(Cell::name) + "Gradients: ";
-  require(Cell::saved != SavedSequence::outputFwd || a.outputFwd,
-          gradient_op + "outputFwd is required");
-  require(Cell::saved != SavedSequence::cellOutputFwd || a.cellOutputFwd,
-          gradient_op + "cellOutputFwd is required");
-  require(!a.recurrentProduct || cell.keeps_product(),
-          gradient_op + "recurrentProduct: kept by a resetAfter GRU only");
+          Cell::name, "missing buffer");
+  require(Cell::saved != SavedSequence::outputFwd || a.outputFwd, Cell::gradient_name,
+          "outputFwd is required");
+  require(Cell::saved != SavedSequence::cellOutputFwd || a.cellOutputFwd, Cell::gradient_name,
+          "cellOutputFwd is required");
+  require(!a.recurrentProduct || cell.keeps_product(), Cell::gradient_name,
+          "recurrentProduct: kept by a resetAfter GRU only");
   if (s.N == 0) return detail::empty_batch_gradients(s, a);  // no time loop over nothing
   FlushDenormals flush;
   const Index TN = s.T * s.N, I = s.I, H = s.H, GH = s.GH(), DGH = s.DGH();
