@@ -4,6 +4,7 @@
 
 #include <pybind11/pybind11.h>
 
+#include <algorithm>
 #include <cstring>
 #include <deque>
 #include <initializer_list>
@@ -69,22 +70,29 @@ class Inputs {
                           op_ + " takes " + all + ")");
   }
 
-  // The labels as interned Python strings, made once per label list (the lists are the
-  // static ones of cell_options.cpp; the GIL guards the cache). Comparing every key's text
-  // with the labels cost a tenth of a one-step GRU call's instructions (callgrind).
+  // The labels as interned Python strings, made once per list of labels (found again by the
+  // labels' own pointers, so a list at a reused address is never taken for another; the
+  // GIL guards the cache). Comparing every key's text with the labels cost a tenth of a
+  // one-step GRU call's instructions (callgrind).
   static const std::vector<PyObject*>& interned(std::initializer_list<const char*> labels) {
-    static std::deque<std::pair<const char* const*, std::vector<PyObject*>>> made;  // (stable)
-    for (const auto& [list, strings] : made) {
-      if (list == labels.begin()) return strings;
+    struct Made {
+      std::vector<const char*> labels;
+      std::vector<PyObject*> strings;  // kept for the process's lifetime
+    };
+    static std::deque<Made> made;  // (a deque: references to its elements stay valid)
+    for (const Made& m : made) {
+      if (std::equal(m.labels.begin(), m.labels.end(), labels.begin(), labels.end())) {
+        return m.strings;
+      }
     }
-    std::vector<PyObject*> strings;
+    Made m{std::vector<const char*>(labels), {}};
     for (const char* label : labels) {
-      PyObject* s = PyUnicode_InternFromString(label);  // kept for the process's lifetime
+      PyObject* s = PyUnicode_InternFromString(label);
       if (!s) throw py::error_already_set();
-      strings.push_back(s);
+      m.strings.push_back(s);
     }
-    made.emplace_back(labels.begin(), std::move(strings));
-    return made.back().second;
+    made.push_back(std::move(m));
+    return made.back().strings;
   }
 
   std::string op_;
