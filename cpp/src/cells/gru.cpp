@@ -10,7 +10,6 @@ namespace {
 template <class S>
 struct GRUCell : CellDefaults<S, GRUOptions::gates> {
   static constexpr const char* name = "GRU";
-  static constexpr const char* gradient_name = "GRUGradients";
   static constexpr SavedSequence saved = SavedSequence::outputFwd;  // h_t for hp and hm
   // With the reset gate applied to the recurrent product, dL/dQ_o = dL/dx'_o ⊙ r.
   static constexpr bool separate_recurrent_gradient = true;

@@ -10,7 +10,6 @@ namespace {
 template <class S>
 struct LSTMCell : CellDefaults<S, LSTMOptions::gates> {
   static constexpr const char* name = "LSTM";
-  static constexpr const char* gradient_name = "LSTMGradients";
   static constexpr bool has_cell_state = true;
   static constexpr SavedSequence saved = SavedSequence::cellOutputFwd;
   // No outputFwd for the LSTM: its backward steps rebuild h_t = a_o ⊙ act(c_t) from zState and

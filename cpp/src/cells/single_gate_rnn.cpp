@@ -10,7 +10,6 @@ namespace {
 template <class S>
 struct SingleGateRNNCell : CellDefaults<S, SingleGateRNNOptions::gates> {
   static constexpr const char* name = "singleGateRNN";
-  static constexpr const char* gradient_name = "singleGateRNNGradients";
   // The gradient op gets no outputFwd: each backward step rebuilds h_t = act(zState_t).
   static constexpr bool rebuilds_states_in_loop = true;
   static constexpr bool column_steps = true;

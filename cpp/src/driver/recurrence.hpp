@@ -131,12 +131,15 @@ void recurrent_gradients(const Cell& cell, const RNNShape& s, bool reverse,
   require(a.source && a.recurrentWeight && a.sourceGradient && a.zState && a.sourceGrad &&
               a.recurrentWeightGrad,
           Cell::name, "missing buffer");
-  require(Cell::saved != SavedSequence::outputFwd || a.outputFwd, Cell::gradient_name,
-          "outputFwd is required");
-  require(Cell::saved != SavedSequence::cellOutputFwd || a.cellOutputFwd, Cell::gradient_name,
-          "cellOutputFwd is required");
-  require(!a.recurrentProduct || cell.keeps_product(), Cell::gradient_name,
-          "recurrentProduct: kept by a resetAfter GRU only");
+  // (the gradient op's own checks name it "<cell>Gradients", the message built on failure only)
+  const auto require_input = [](bool ok, const char* what) {
+    if (!ok) throw std::invalid_argument(std::string(Cell::name) + "Gradients: " + what);
+  };
+  require_input(Cell::saved != SavedSequence::outputFwd || a.outputFwd, "outputFwd is required");
+  require_input(Cell::saved != SavedSequence::cellOutputFwd || a.cellOutputFwd,
+                "cellOutputFwd is required");
+  require_input(!a.recurrentProduct || cell.keeps_product(),
+                "recurrentProduct: kept by a resetAfter GRU only");
   if (s.N == 0) return detail::empty_batch_gradients(s, a);  // no time loop over nothing
   FlushDenormals flush;
   const Index TN = s.T * s.N, I = s.I, H = s.H, GH = s.GH(), DGH = s.DGH();
