@@ -272,7 +272,10 @@ constexpr Index kSingleStepUnitRows = 16;
 //   spin 1 ms, no yield:       idle 0.044 / 0.69 / 4.8  loaded 0.064 / 1.40 / 11.7 after 0.53 / 1.44 / 12.3
 // Within the noise of one run each; the first gives the core away soonest to a descheduled
 // team member. (The per-step barrier this replaced: row 4 loaded 0.75 ms in one run, 82 in
-// the next.)
+// the next.) Again on a 2-core AVX2 Zen 3 with Linux 6.18's EEVDF scheduler, where a yield
+// may give the core away for a whole slice: no yield, or a 300 µs spin without one, was
+// faster in no round, idle or beside 1 or 2 busy processes (rows 2, 4, 5; results/
+// phase-wait-ab-2cores-epyc-avx2-2026-11-29.txt).
 constexpr long kPhaseSpinUs = 50;
 constexpr long kPhaseYieldUs = 300;
 // A thread out of items takes the last unclaimed item of another slot's share at once. Tried
