@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <string>
 #include <vector>
 
 #include "profile.hpp"
@@ -131,15 +132,14 @@ void recurrent_gradients(const Cell& cell, const RNNShape& s, bool reverse,
   require(a.source && a.recurrentWeight && a.sourceGradient && a.zState && a.sourceGrad &&
               a.recurrentWeightGrad,
           Cell::name, "missing buffer");
-  // (the gradient op's own checks name it "<cell>Gradients", the message built on failure only)
-  const auto require_input = [](bool ok, const char* what) {
-    if (!ok) throw std::invalid_argument(std::string(Cell::name) + "Gradients: " + what);
-  };
-  require_input(Cell::saved != SavedSequence::outputFwd || a.outputFwd, "outputFwd is required");
-  require_input(Cell::saved != SavedSequence::cellOutputFwd || a.cellOutputFwd,
-                "cellOutputFwd is required");
-  require_input(!a.recurrentProduct || cell.keeps_product(),
-                "recurrentProduct: kept by a resetAfter GRU only");
+  // The gradient op's own inputs: its checks name it "<cell>Gradients" (made once per cell).
+  static const std::string op = std::string(Cell::name) + "Gradients";
+  require(Cell::saved != SavedSequence::outputFwd || a.outputFwd, op.c_str(),
+          "outputFwd is required");
+  require(Cell::saved != SavedSequence::cellOutputFwd || a.cellOutputFwd, op.c_str(),
+          "cellOutputFwd is required");
+  require(!a.recurrentProduct || cell.keeps_product(), op.c_str(),
+          "recurrentProduct: kept by a resetAfter GRU only");
   if (s.N == 0) return detail::empty_batch_gradients(s, a);  // no time loop over nothing
   FlushDenormals flush;
   const Index TN = s.T * s.N, I = s.I, H = s.H, GH = s.GH(), DGH = s.DGH();
