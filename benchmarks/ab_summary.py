@@ -1,4 +1,5 @@
-"""Summarizes ab_two_builds.sh's output: per row@threads, the median of each build's rounds.
+"""Summarizes ab_sweep.py's JSON lines (ab_two_builds.sh, builds_under_load.py): per
+row@threads, the median of each build's rounds, then every round.
 
     python3 benchmarks/ab_summary.py ab.txt
 """
@@ -10,18 +11,25 @@ import statistics
 import sys
 
 
-def summarize(lines: list[str]) -> str:
-    records = [json.loads(line) for line in lines if line.startswith("{")]
+def summarize_records(records: list[dict]) -> str:
+    """One line per cell: each label's median of rounds, then its rounds (labels in order of
+    appearance, e.g. old and new)."""
+    labels = list(dict.fromkeys(r["label"] for r in records))
     cells = list(dict.fromkeys(k for r in records for k in r if "@" in k))
-    out = [f"{'cell':>8} {'old median':>10} {'new median':>10}   old rounds | new rounds"]
+    out = [f"{'cell':>8} " + " ".join(f"{label + ' median':>10}" for label in labels) + "   "
+           + " | ".join(f"{label} rounds" for label in labels)]
     for cell in cells:
         runs = {label: [r[cell] for r in records if r["label"] == label and cell in r]
-                for label in ("old", "new")}
-        out.append(f"{cell:>8} {statistics.median(runs['old']):10.4f} "
-                   f"{statistics.median(runs['new']):10.4f}   "
-                   + " ".join(f"{x:.3f}" for x in runs["old"]) + " | "
-                   + " ".join(f"{x:.3f}" for x in runs["new"]))
+                for label in labels}
+        out.append(f"{cell:>8} "
+                   + " ".join(f"{statistics.median(runs[label]):10.4f}" for label in labels)
+                   + "   "
+                   + " | ".join(" ".join(f"{x:.3f}" for x in runs[label]) for label in labels))
     return "\n".join(out)
+
+
+def summarize(lines: list[str]) -> str:
+    return summarize_records([json.loads(line) for line in lines if line.startswith("{")])
 
 
 if __name__ == "__main__":

@@ -6,8 +6,8 @@
 Each build is a directory made with ``pip install --target DIR .`` from a tree that differs
 in one constant (e.g. tuning::kPhaseYieldUs). For each load K the busy processes run for the
 whole phase (load.busy), and every round runs each build in its own process (ab_sweep.py),
-alternating the order from round to round. Prints, per (K, row@threads, build), the median of
-the rounds' medians (ms) and every round's median.
+alternating the order from round to round. Prints, per K, ab_summary.py's table: per
+row@threads each build's median of the rounds' medians (ms), then every round's median.
 """
 
 from __future__ import annotations
@@ -15,23 +15,24 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from ab_summary import summarize_records
 from load import busy
 
 HERE = Path(__file__).resolve().parent
 
 
-def one_process(build: str, threads: str, rows: str) -> dict[str, float]:
+def one_process(build: str, threads: str, rows: str) -> dict:
+    """ab_sweep.py's record for one process of ``build``, labelled by its directory's name."""
     env = dict(os.environ, PYTHONPATH=build)
-    result = subprocess.run([sys.executable, str(HERE / "ab_sweep.py"), build, threads, rows],
+    label = Path(build).name
+    result = subprocess.run([sys.executable, str(HERE / "ab_sweep.py"), label, threads, rows],
                             env=env, capture_output=True, text=True, check=True)
-    line = json.loads(result.stdout.strip().splitlines()[-1])
-    return {k: v for k, v in line.items() if "@" in k}
+    return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
@@ -43,17 +44,13 @@ def main() -> None:
     parser.add_argument("--loads", default="0,1,2", help="busy processes per phase")
     args = parser.parse_args()
     builds = args.builds.split(",")
-    rounds: dict[tuple[int, str, str], list[float]] = {}
     for k in (int(x) for x in args.loads.split(",")):
         with busy(k):
-            for r in range(args.rounds):
-                for build in builds if r % 2 == 0 else builds[::-1]:
-                    for cell, ms in one_process(build, args.threads, args.rows).items():
-                        rounds.setdefault((k, cell, build), []).append(ms)
+            records = [one_process(build, args.threads, args.rows)
+                       for r in range(args.rounds)
+                       for build in (builds if r % 2 == 0 else builds[::-1])]
+        print(f"## {k} busy processes\n{summarize_records(records)}", flush=True)
         time.sleep(1)  # the busy processes gone
-    for (k, cell, build), ms in sorted(rounds.items()):
-        print(f"K={k} {cell:>6} {Path(build).name:>14} {statistics.median(ms):10.4f}   "
-              + " ".join(f"{m:.4g}" for m in ms))
 
 
 if __name__ == "__main__":
