@@ -30,11 +30,12 @@ def _ids(pairs):
     return [f"{cell}-{label}" for cell, label in pairs]
 
 
-def _wired(cell, forward=None, gradient=None):
+def _wired(cell, forward=None, gradient=None, saved_from_twin=False):
     """A training forward op of ``cell`` on placeholders of every input it takes, wired
     into its gradient op as a user wires them (zState and the saved h or c from the forward
     op). ``forward`` / ``gradient`` override inputs of one op: {label: OTHER or None}.
-    Returns the graph, the placeholders and the gradient op's outputs."""
+    ``saved_from_twin``: the saved h or c comes from a second forward op of the same inputs
+    and shapes. Returns the graph, the placeholders and the gradient op's outputs."""
     case = every_input(cell)
     g = rg.Graph()
     shapes = input_shapes(case, gradient=True)
@@ -52,7 +53,12 @@ def _wired(cell, forward=None, gradient=None):
     fwd = inputs(forward)
     outputs = getattr(g, cell)(fwd.pop("source"), **fwd, descriptor=descriptor, name="fwd")
     saved = dict(zip(output_names(cell, training=True), outputs))
-    extra = {"zState": saved["zState"], "sourceGradient": ph["sourceGradient"]}
+    zState = saved["zState"]
+    if saved_from_twin:
+        twin = inputs(forward)
+        outputs = getattr(g, cell)(twin.pop("source"), **twin, descriptor=descriptor, name="twin")
+        saved = dict(zip(output_names(cell, training=True), outputs))
+    extra = {"zState": zState, "sourceGradient": ph["sourceGradient"]}
     if cell == "LSTM":
         extra["cellOutputFwd"] = saved["c"]
     if cell == "GRU":
@@ -64,7 +70,7 @@ def _wired(cell, forward=None, gradient=None):
 
 
 def _message(cell, labels):
-    return re.escape(f"{GRADIENT_OPS[cell]}: {', '.join(labels)}: not the inputs of the {cell} "
+    return re.escape(f"{GRADIENT_OPS[cell]}: {', '.join(labels)}: not those of the {cell} "
                      "op 'fwd' that produced zState")
 
 
@@ -94,6 +100,21 @@ def test_every_differing_label_is_named_once_in_swift_order(cell):
     with pytest.warns(UserWarning, match=_message(cell, labels)) as record:
         _wired(cell, gradient=overrides)
     assert len(record) == 1
+
+
+SAVED = {"LSTM": ("cellOutputFwd", "c"), "GRU": ("outputFwd", "h")}
+
+
+@pytest.mark.parametrize("cell", list(SAVED))
+def test_another_forward_ops_saved_sequence_warns(cell):
+    """cellOutputFwd (outputFwd) from a second forward op of the same kind and shapes: legal,
+    read as given, but the gradients are then those of no computation."""
+    label, output = SAVED[cell]
+    with pytest.warns(UserWarning, match=_message(cell, [label])) as record:
+        _wired(cell, saved_from_twin=True)
+    assert len(record) == 1
+    assert f"{label}: 'twin/{output}' instead of its output 'fwd/{output}'" in str(
+        record[0].message)
 
 
 @pytest.mark.parametrize("cell", CELLS)
@@ -153,7 +174,7 @@ def test_the_same_arrays_given_to_both_ops_do_not_warn_other_arrays_do(rng):
         g.singleGateRNNGradients(source, **weights, sourceGradient=dy, zState=z,
                                  descriptor=descriptor)
     assert record == []
-    with pytest.warns(UserWarning, match=re.escape("singleGateRNNGradients: bias: not the inputs")):
+    with pytest.warns(UserWarning, match=re.escape("singleGateRNNGradients: bias: not those of")):
         g.singleGateRNNGradients(source, **weights | {"bias": x["bias"] + 1.0},
                                  sourceGradient=dy, zState=z, descriptor=descriptor)
 

@@ -382,7 +382,7 @@ def test_wrong_shape_is_refused(case, rng):
     }
     sizes = infer_sizes("LSTMGradients", LSTM_CELL, arrays | {LABEL: cot.gc}, case.bidirectional)
     assert (sizes["T"], sizes["N"], sizes["H"]) == (case.T, case.N, case.H)
-    dense = normalise(arrays | {LABEL: cot.gc}, sizes, case.bidirectional)
+    dense = normalise("LSTMGradients", arrays | {LABEL: cot.gc}, sizes, case.bidirectional)
     assert dense[LABEL] is cot.gc
     for shape in wrong_shapes(case):
         wrong = np.zeros(shape)

@@ -93,6 +93,14 @@ def _fits(value: object, tensor: Tensor) -> TypeGuard[NDArray[Any]]:
     return value.dtype == tensor.dataType.numpy and flags.c_contiguous and flags.aligned
 
 
+def _read_as(placeholder: Tensor) -> str:
+    """Where a placeholder's feed goes, for a feed's shape error: `` (read as LSTM 'lstm':
+    source)``, each op and label that reads it (empty when none does)."""
+    readers = [f"{op.kind} {op.name!r}: {label}" for op in placeholder.graph._ops
+               for label, tensor in op.inputs.items() if tensor is placeholder]
+    return f" (read as {', '.join(readers)})" if readers else ""
+
+
 def _feed_array(tensor: Tensor, value: ArrayLike) -> NDArray[Any]:
     """Convert a feed to the placeholder's dtype and check its shape; never reinterpret bytes.
 
@@ -109,7 +117,7 @@ def _feed_array(tensor: Tensor, value: ArrayLike) -> NDArray[Any]:
     check_integers(array, tensor.dataType, where, "placeholder")
     if not compatible(tensor.shape, array.shape):
         raise ValueError(f"{where}: expected shape {shape_text(tensor.shape)}, got "
-                         f"{list(array.shape)}")
+                         f"{list(array.shape)}{_read_as(tensor)}")
     if tensor.dataType.is_float:
         warned = tensor.graph._warned_feeds
         if tensor not in warned and _warn_if_lossy(tensor, value, array, where):

@@ -10,6 +10,7 @@ import pytest
 
 from toolkit import (
     CELLS,
+    GRADIENT_OPS,
     Case,
     assert_all_close,
     check_gradients,
@@ -128,3 +129,35 @@ def test_shapes_no_array_can_hold_are_refused_when_built():
                                           r"more bytes than"):
         g.LSTM(source=g.placeholder((2**20, 2**30, 1)), **weights)
     g.LSTM(source=g.placeholder((None, 2**30, 1)), **weights)  # T unknown: may be small
+
+
+@pytest.mark.parametrize("cell", CELLS)
+@pytest.mark.parametrize("bidirectional", [False, True], ids=["fwd", "bi"])
+def test_gradients_of_an_empty_sequence_need_no_buffer_per_batch_row(cell, bidirectional):
+    """T = 0 with N = 2^40 rows and no initial state: the gradient ops' outputs are an empty
+    dsource and zero weight gradients, so they return at once; a buffer per batch row for
+    time loops that take no step would need terabytes (a MemoryError refusing a valid call)."""
+    import rnngraph as rg
+
+    gates = {"singleGateRNN": 1, "LSTM": 4, "GRU": 3}[cell]
+    D, N, I, H = (2 if bidirectional else 1), 2**40, 1, 4
+    descriptor = {"singleGateRNN": rg.SingleGateRNNDescriptor, "LSTM": rg.LSTMDescriptor,
+                  "GRU": rg.GRUDescriptor}[cell](bidirectional=bidirectional, training=True)
+    weight = np.ones((D, gates * H, H) if bidirectional else (gates * H, H), np.float32)
+    saved = {"LSTM": "cellOutputFwd", "GRU": "outputFwd"}
+
+    def empty(*shape):  # a zero-size array of any shape costs no memory
+        return np.zeros(shape, np.float32)
+
+    g = rg.Graph()
+    inputs = {"recurrentWeight": weight, "inputWeight": np.ones((D * gates * H, I), np.float32),
+              "bias": np.ones(D * gates * H, np.float32), "sourceGradient": empty(0, N, D * H),
+              "zState": empty(0, N, D * gates * H)}
+    if cell in saved:
+        inputs[saved[cell]] = empty(0, N, D * H)
+    grads = getattr(g, GRADIENT_OPS[cell])(empty(0, N, I), **inputs, descriptor=descriptor)
+    out = list(g.run(feeds={}, targetTensors=grads).values())
+    assert [a.shape for a in out] == [(0, N, I), weight.shape, (D * gates * H, I),
+                                      (D * gates * H,)]
+    for grad in out[1:]:
+        np.testing.assert_array_equal(grad, 0)

@@ -215,3 +215,26 @@ def test_broadcast_feed_of_an_open_placeholder_runs_like_its_dense_copy(rng):
     np.testing.assert_array_equal(out[h], dense)
     np.testing.assert_array_equal(out[m], view)
     assert out[m].dtype == np.float64 and out[m].flags.c_contiguous
+
+
+def test_a_feed_of_a_wrong_shape_names_the_ops_that_read_it():
+    """The placeholder's name alone may say little ('placeholder_0'): the error also names
+    each op and label its feed goes to."""
+    g = rg.Graph()
+    x = g.placeholder(shape=(T, N, I), dataType=rg.float32)
+    (h,) = _lstm(g, x, name="lstm")
+    with pytest.raises(ValueError, match=re.escape(
+            f"run: feed for 'placeholder_0': expected shape [{T}, {N}, {I}], got "
+            f"[{T}, {N}, {I + 1}] (read as LSTM 'lstm': source)")):
+        g.run(feeds={x: np.zeros((T, N, I + 1), np.float32)}, targetTensors=[h])
+
+
+def test_a_broadcast_feed_too_large_to_make_dense_names_the_op_and_label():
+    """A broadcast view fed to an open placeholder stays a view until the op has checked its
+    shape; making it dense then fails for lack of memory: a MemoryError naming the op and
+    the label it was fed as."""
+    g = rg.Graph()
+    x = g.placeholder(shape=(None, None, None), dataType=rg.float32)
+    (h,) = g.singleGateRNN(x, recurrentWeight=np.zeros((4, 4), np.float32))
+    with pytest.raises(MemoryError, match=r"^singleGateRNN: source: out of memory"):
+        g.run(feeds={x: np.broadcast_to(np.float32(0), (2**40, 1, 4))}, targetTensors=[h])

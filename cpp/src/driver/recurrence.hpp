@@ -31,18 +31,27 @@ inline ProductPath forward_product(const RNNShape& s, bool packed_earlier) {
   return packed_earlier || pack ? ProductPath::packed : ProductPath::automatic;
 }
 
-// An empty batch's gradients: the weights' are zeros, the rest are empty.
+// The gradients of a call that takes no step (T = 0 or N = 0): the weights' are zeros, the
+// source's is empty, and the initial state's and cell's are the final ones' (with no step the
+// final state is the initial state: docs/concepts.md), or zeros without them. No buffer the
+// time loops need is made, so an empty sequence of a huge batch costs only its outputs.
 template <class S>
-void empty_batch_gradients(const RNNShape& s, const GradientArgs<S>& a) {
-  const Index D = s.D(), H = s.H, GH = s.GH();
+void stepless_gradients(const RNNShape& s, const GradientArgs<S>& a) {
+  const Index D = s.D(), H = s.H, GH = s.GH(), states = s.N * s.DH();
   auto zeros = [](S* p, Index count) {
     if (p) std::fill(p, p + count, S(0));
+  };
+  auto pass = [&](S* out, const S* final_gradient) {
+    if (out && final_gradient) std::copy(final_gradient, final_gradient + states, out);
+    else zeros(out, states);
   };
   zeros(a.recurrentWeightGrad, D * GH * H);
   if (s.has_input_weight) zeros(a.inputWeightGrad, s.DGH() * s.I);
   zeros(a.biasGrad, s.DGH());
   zeros(a.peepholeGrad, D * 4 * H);
   zeros(a.secondaryBiasGrad, D * H);
+  pass(a.initStateGrad, a.stateGradient);
+  pass(a.initCellGrad, a.cellGradient);
 }
 
 }  // namespace detail
@@ -140,7 +149,7 @@ void recurrent_gradients(const Cell& cell, const RNNShape& s, bool reverse,
           "cellOutputFwd is required");
   require(!a.recurrentProduct || cell.keeps_product(), op.c_str(),
           "recurrentProduct: kept by a resetAfter GRU only");
-  if (s.N == 0) return detail::empty_batch_gradients(s, a);  // no time loop over nothing
+  if (s.T == 0 || s.N == 0) return detail::stepless_gradients(s, a);  // no time loop over nothing
   FlushDenormals flush;
   const Index TN = s.T * s.N, I = s.I, H = s.H, GH = s.GH(), DGH = s.DGH();
   const Index RGH = cell.recurrent_gates() * H;

@@ -106,6 +106,22 @@ def _differences(spec: CellSpec, producer: Operation,
     return differ
 
 
+def _other_saved(producer: Operation, inputs: Mapping[str, Tensor | None]) -> list[tuple[str, str]]:
+    """Each saved sequence besides zState (cellOutputFwd, outputFwd) that another forward op
+    of ``producer``'s kind made: (label, how). Its c or h of the same shapes is read as given
+    (as in MPSGraph), but the gradients are then those of no computation. (A fed one may hold
+    the producer's values: not warned.)"""
+    outputs = dict(zip(producer.attrs["outputs"], producer.outputs))
+    differ = []
+    for label in ("cellOutputFwd", "outputFwd"):
+        given = inputs.get(label)
+        if given is not None and given.op.kind == producer.kind and given.op is not producer:
+            output = SAVED_OUTPUTS[label]
+            own = outputs[output].name if output in outputs else f"{producer.name}/{output}"
+            differ.append((label, f"{given.name!r} instead of its output {own!r}"))
+    return differ
+
+
 def warn_unmatched_inputs(op: str, spec: CellSpec, gradient: Operation) -> None:
     """When zState comes from a forward op of this graph, warn (MPSGraph allows it) about
     each of that op's inputs the gradient op was given differently: its gradients are then
@@ -113,11 +129,12 @@ def warn_unmatched_inputs(op: str, spec: CellSpec, gradient: Operation) -> None:
     producer = forward_of(spec, gradient.inputs["zState"])
     if producer is None:
         return
-    differ = _differences(spec, producer, gradient.inputs)
+    differ = _differences(spec, producer, gradient.inputs) + _other_saved(producer,
+                                                                          gradient.inputs)
     if differ:
         labels = ", ".join(label for label, _ in differ)
         details = "; ".join(f"{label}: {why}" for label, why in differ)
-        warnings.warn(f"{op}: {labels}: not the inputs of the {spec.name} op {producer.name!r} "
+        warnings.warn(f"{op}: {labels}: not those of the {spec.name} op {producer.name!r} "
                       f"that produced zState ({details}); {op} {gradient.name!r} then computes "
                       "the gradients of a different computation", UserWarning, stacklevel=4)
 

@@ -103,34 +103,40 @@ def _checked_sizes(op: str, spec: CellSpec, shapes_given: tuple[tuple[str, tuple
     return sizes
 
 
-def normalise(arrays: RunArrays, sizes: Mapping[str, Any], bidirectional: bool,
+def normalise(op: str, arrays: RunArrays, sizes: Mapping[str, Any], bidirectional: bool,
               labels: Iterable[str] | None = None) -> RunArrays:
     """Run-time arrays in the dense layouts the core expects (SPEC.md section 1). A feed kept
     as a broadcast view (of a placeholder with dimensions unknown when the op was built) or
-    a view op's result is made dense here, once its shape is checked. ``labels``: the ones
-    to look at (default: all; ``unsettled`` gives them); the others' arrays are dense already."""
+    a view op's result is made dense here, once its shape is checked; a MemoryError then
+    names ``op`` and the label. ``labels``: the ones to look at (default: all; ``unsettled``
+    gives them); the others' arrays are dense already."""
     T, N, H = sizes["T"], sizes["N"], sizes["H"]
     DH = (2 if bidirectional else 1) * H
     out: RunArrays = {} if labels is None else dict(arrays)
-    for label in arrays if labels is None else labels:
-        array = arrays[label]
-        # Feeds, constants and the recurrent ops' outputs are C-contiguous, but a view op's
-        # result (a transpose, a slice) may not be: only such an array is copied. (This runs
-        # for every input of every call, so the common case reads each array's flags once.)
-        if array is not None:
-            if label in STATE_LABELS and array.shape != (N, DH):
-                array = array.reshape(N, DH)
-            elif label == "peephole" and array.ndim != 1:
-                array = array.reshape(-1)
-            elif label == "mask" and array.shape != (T, N, DH):
-                array = np.broadcast_to(array, (T, N, DH))
-            if type(array) is not np.ndarray:
-                array = dense(array)
-            else:
-                flags = array.flags
-                if not (flags.c_contiguous and flags.aligned):
+    label = ""
+    try:  # (costs nothing until it catches, unlike a ``with`` per call)
+        for label in arrays if labels is None else labels:
+            array = arrays[label]
+            # Feeds, constants and the recurrent ops' outputs are C-contiguous, but a view
+            # op's result (a transpose, a slice) may not be: only such an array is copied.
+            # (This runs for every input of every call, so the common case reads each
+            # array's flags once.)
+            if array is not None:
+                if label in STATE_LABELS and array.shape != (N, DH):
+                    array = array.reshape(N, DH)
+                elif label == "peephole" and array.ndim != 1:
+                    array = array.reshape(-1)
+                elif label == "mask" and array.shape != (T, N, DH):
+                    array = np.broadcast_to(array, (T, N, DH))
+                if type(array) is not np.ndarray:
                     array = dense(array)
-        out[label] = array
+                else:
+                    flags = array.flags
+                    if not (flags.c_contiguous and flags.aligned):
+                        array = dense(array)
+            out[label] = array
+    except MemoryError as error:
+        raise MemoryError(f"{op}: {label}: out of memory: {error}") from None
     return out
 
 

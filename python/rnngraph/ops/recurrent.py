@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rnngraph._native import core as _core
-from rnngraph.dtypes import DataType, naming_memory_errors
+from rnngraph.dtypes import DataType
 from rnngraph.ops.forward_matching import (
     check_forward_outputs,
     check_matching_forward,
@@ -184,8 +184,7 @@ def forward_op(graph: GraphBuilder, spec: CellSpec, arguments: Arguments,
             # Shapes known when building were checked then, and feeds are checked against
             # their placeholders; only dimensions left open need the checks again now.
             run_sizes = sizes if static else infer_sizes(op, spec, arrays, bidirectional)
-            with naming_memory_errors(op):
-                dense = normalise(arrays, run_sizes, bidirectional, to_normalise)
+            dense = normalise(op, arrays, run_sizes, bidirectional, to_normalise)
             if constant_weights and packed is None:
                 packed = _core.pack_forward_weights(options, dense["recurrentWeight"],
                                                     dense["inputWeight"])
@@ -225,8 +224,7 @@ def gradient_op(graph: GraphBuilder, spec: CellSpec, arguments: Arguments,
 
     def compute(arrays: RunArrays) -> list[NDArray[Any]]:
         run_sizes = sizes if static else infer_sizes(op, spec, arrays, bidirectional)
-        with naming_memory_errors(op):
-            dense = normalise(arrays, run_sizes, bidirectional, to_normalise)
+        dense = normalise(op, arrays, run_sizes, bidirectional, to_normalise)
         grads = _core.rnn_gradients(options, dense)
         return [grads[label].reshape(arrays[label].shape) for label in returned]
 

@@ -20,7 +20,6 @@ import torch
 import torch.autograd.forward_ad as _forward_ad
 
 from rnngraph._native import core as _core
-from rnngraph.dtypes import naming_memory_errors
 from rnngraph.ops.layouts import infer_sizes, normalise
 from rnngraph.torch._arrays import as_array, as_tensor, check_kind, check_tensor
 from rnngraph.torch._cells import CELLS, TorchCell
@@ -156,8 +155,7 @@ def dense_inputs(cell: TorchCell, arrays: dict[str, Any], bound: dict[str, Any])
     checked, made dense in the layouts the core reads (SPEC.md section 1)."""
     op = cell.spec.name
     sizes = infer_sizes(op, cell.spec, arrays, bound["bidirectional"])
-    with naming_memory_errors(op):
-        return normalise(arrays, sizes, bound["bidirectional"])
+    return normalise(op, arrays, sizes, bound["bidirectional"])
 
 
 def forward_arrays(cell: TorchCell, bound: dict[str, Any]) -> dict[str, NDArray[Any]]:
@@ -189,8 +187,7 @@ def gradient_arrays(cell: TorchCell, arrays: dict[str, Any],
     op = cell.spec.gradient_name
     bidirectional = bound["bidirectional"]
     sizes = infer_sizes(op, cell.spec, arrays, bidirectional)
-    with naming_memory_errors(op):
-        dense = normalise(arrays, sizes, bidirectional)
+    dense = normalise(op, arrays, sizes, bidirectional)
     grads = gradient_on_arrays(cell, dense, bound)
     return {label: grads[label].reshape(arrays[label].shape) for label in _returned(cell, arrays)}
 
