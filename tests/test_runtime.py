@@ -154,9 +154,10 @@ def test_the_default_thread_count_is_the_cpus_this_process_may_use():
     """
     assert child(code).split() == ["1", "1"]
     assert child(code, RNNGRAPH_NUM_THREADS="3").split() == ["3", "1"]
+    assert child(code, RNNGRAPH_NUM_THREADS=" 3 ").split() == ["3", "1"]  # (spaces around it)
 
 
-@pytest.mark.parametrize("value", ["abc", "0", "-2", "2.5", "4097", ""])
+@pytest.mark.parametrize("value", ["abc", "0", "-2", "2.5", "4097", "", " ", "2 x"])
 def test_an_invalid_thread_variable_is_ignored_with_a_warning(value):
     code = """
         import warnings
@@ -193,3 +194,103 @@ def test_threadpoolctl_sees_and_limits_rnngraphs_pool():
             assert rg.get_num_threads() == 3
     finally:
         rg.set_num_threads(rg.cpu_budget()["default"])
+
+
+def test_a_blas_limit_from_another_thread_reaches_no_product():
+    """threadpoolctl lists rnngraph's private OpenBLAS as a "blas" pool, and a limit entered
+    in another thread (a data loader limiting NumPy's BLAS, say) sets it to n threads. Each of
+    rnngraph's BLAS calls sets it back to one first, so results keep their bits. (A limit
+    that lands between that check and the BLAS reading its count, about 100 ns, would still
+    reach one call: at most one of the 20 may differ; before the check, 11 of 20 did.)"""
+    T, N, I, H = 10, 33, 64, 256
+    rng = np.random.default_rng(0)
+    g = rg.Graph()
+    x, R, W, dy = (g.placeholder(shape=shape, dataType=rg.float32)
+                   for shape in ((T, N, I), (4 * H, H), (4 * H, I), (T, N, H)))
+    descriptor = rg.LSTMDescriptor(training=True)
+    _, c, z = g.LSTM(x, recurrentWeight=R, inputWeight=W, descriptor=descriptor)
+    grads = g.LSTMGradients(x, recurrentWeight=R, inputWeight=W, sourceGradient=dy, zState=z,
+                            cellOutputFwd=c, descriptor=descriptor)
+    feeds = {t: (0.3 * rng.standard_normal(t.shape)).astype(np.float32) for t in (x, R, W, dy)}
+    expected = g.run(feeds=feeds, targetTensors=grads)
+    stop = threading.Event()
+
+    def limit_the_blas_again_and_again():
+        while not stop.is_set():
+            with threadpoolctl.threadpool_limits(2, user_api="blas"):
+                stop.wait(0.001)
+
+    limiter = threading.Thread(target=limit_the_blas_again_and_again)
+    limiter.start()
+    try:
+        runs = [g.run(feeds=feeds, targetTensors=grads) for _ in range(20)]
+    finally:
+        stop.set()
+        limiter.join()
+    differing = sum(any(not np.array_equal(run[t], expected[t]) for t in grads) for run in runs)
+    assert differing <= 1, f"{differing} of 20 calls gave other bits"
+
+
+def _cgroup_tree(root, files):
+    """A fake cgroup file system under ``root``: {relative path: content}."""
+    for relative, content in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content)
+    return str(root)
+
+
+@pytest.mark.parametrize(("cgroup_file", "files", "quota"), [
+    # cgroup v2: the process's own cgroup and its ancestors, the lowest quota counting
+    ("0::/user.slice/job\n", {"cpu.max": "max 100000\n",
+                              "user.slice/cpu.max": "300000 100000\n",
+                              "user.slice/job/cpu.max": "50000 100000\n"}, 0.5),
+    ("0::/user.slice/job\n", {"user.slice/cpu.max": "150000 100000\n",
+                              "user.slice/job/cpu.max": "max 100000\n"}, 1.5),
+    ("0::/\n", {"cpu.max": "200000 100000\n"}, 2.0),  # a container's own cgroup at the root
+    ("0::/a\n", {"cpu.max": "max 100000\n", "a/cpu.max": "max 100000\n"}, 0.0),
+    # cgroup v1, under cpu or cpu,cpuacct
+    ("4:cpu,cpuacct:/x\n3:memory:/x\n", {"cpu,cpuacct/x/cpu.cfs_quota_us": "50000\n",
+                                         "cpu,cpuacct/x/cpu.cfs_period_us": "100000\n"}, 0.5),
+    ("4:cpuacct,cpu:/x/y\n", {"cpu/x/cpu.cfs_quota_us": "250000\n",
+                              "cpu/x/cpu.cfs_period_us": "100000\n",
+                              "cpu/x/y/cpu.cfs_quota_us": "-1\n",
+                              "cpu/x/y/cpu.cfs_period_us": "100000\n"}, 2.5),
+    # a path that is not there (a container that sees its own cgroup at the mount root)
+    ("4:cpu:/docker/abc\n", {"cpu/cpu.cfs_quota_us": "100000\n",
+                             "cpu/cpu.cfs_period_us": "100000\n"}, 1.0),
+    ("4:memory:/x\n", {"cpu/x/cpu.cfs_quota_us": "100000\n",
+                       "cpu/x/cpu.cfs_period_us": "100000\n"}, 0.0),  # no cpu controller
+], ids=["v2-own", "v2-parent", "v2-root", "v2-none", "v1-cpu,cpuacct", "v1-parent",
+        "v1-root", "v1-no-cpu"])
+def test_the_cgroup_quota_is_the_processs_own_cgroups(tmp_path, cgroup_file, files, quota):
+    """systemd-run -p CPUQuota=, a container without its own cgroup namespace: the quota is
+    set on the process's cgroup (/proc/self/cgroup), or an ancestor's, not at the root."""
+    from rnngraph._native import core
+
+    assert core._cgroup_quota(cgroup_file, _cgroup_tree(tmp_path, files)) == pytest.approx(quota)
+
+
+def test_thread_counts_past_the_cap_are_refused_and_integer_types_taken():
+    """Workers live as long as the process: a count meant as "no limit" must not start
+    millions of them. set_num_threads refuses more than MAX_THREADS (4096, as
+    RNNGRAPH_NUM_THREADS); any type that says it is an integer (__index__) is taken."""
+
+    class Count:
+        def __index__(self):
+            return 2
+
+    before = rg.get_num_threads()
+    try:
+        for bad in (rg.config.MAX_THREADS + 1, 2**31 - 1):
+            with pytest.raises(ValueError, match=r"^set_num_threads: expected 1 <= n <= 4096"):
+                rg.set_num_threads(bad)
+        for bad in (True, np.True_, 2.0, "2", np.array([2, 2])):
+            with pytest.raises(TypeError, match=r"^set_num_threads: expected an int"):
+                rg.set_num_threads(bad)
+        rg.set_num_threads(Count())
+        assert rg.get_num_threads() == 2
+        rg.set_num_threads(np.array(3))  # a 0-d integer array, like a NumPy int
+        assert rg.get_num_threads() == 3
+    finally:
+        rg.set_num_threads(before)

@@ -4,6 +4,7 @@
 #include "parallel.hpp"
 #include "simd.hpp"
 #include "rnngraph/memory.hpp"
+#include "rnngraph/threads.hpp"
 #include "tuning.hpp"
 #include "workspace.hpp"
 
@@ -167,6 +168,7 @@ void fresh_blas_lock_in_child() { new (&blas_fork_lock) std::shared_mutex; }
 class BlasCall {
  public:
   BlasCall() : fork_guard_(blas_fork_lock) {
+    pin_blas_threads();
     const int now = blas_callers.fetch_add(1, std::memory_order_acq_rel) + 1;
     int peak = blas_callers_peak.load(std::memory_order_acquire);
     if (now <= peak) return;

@@ -25,10 +25,7 @@ int requested_threads = -1;  // rnngraph's threads; OpenBLAS's own pool is kept 
 
 int requested_locked() {
   if (requested_threads < 0) requested_threads = default_num_threads();
-  // The BLAS is kept single-threaded (this OpenBLAS copy is private to rnngraph, and runs
-  // inside rnngraph's threads); checked on every call, since OpenBLAS resets its count in a
-  // forked child.
-  if (RNNGRAPH_OPENBLAS(get_num_threads)() != 1) RNNGRAPH_OPENBLAS(set_num_threads)(1);
+  pin_blas_threads();
   return requested_threads;
 }
 
@@ -38,6 +35,15 @@ void unlock_after_fork() { thread_mutex.unlock(); }
 [[maybe_unused]] const int fork_handlers =
     pthread_atfork(lock_before_fork, unlock_after_fork, unlock_after_fork);
 }  // namespace
+
+// The BLAS is kept single-threaded: this OpenBLAS copy is private to rnngraph and runs inside
+// rnngraph's threads. Checked before every BLAS call (BlasCall, gemm.cpp): OpenBLAS resets its
+// count in a forked child, and threadpoolctl lists this copy as a "blas" pool that a limit
+// entered in another thread would set to n (one product summed by several threads: 44 of 50
+// calls of an LSTM's gradients differed in their last bits under such a loop, before).
+void pin_blas_threads() {
+  if (RNNGRAPH_OPENBLAS(get_num_threads)() != 1) RNNGRAPH_OPENBLAS(set_num_threads)(1);
+}
 
 BlasInfo blas_info() {
   get_num_threads();  // the BLAS is pinned to one thread from the first use on
@@ -50,8 +56,9 @@ BlasInfo blas_info() {
 }
 
 void set_num_threads(int n) {
-  if (n < 1)
-    throw std::invalid_argument("set_num_threads: n must be >= 1, got " + std::to_string(n));
+  if (n < 1 || n > kMaxThreads)
+    throw std::invalid_argument("set_num_threads: expected 1 <= n <= " +
+                                std::to_string(kMaxThreads) + ", got " + std::to_string(n));
   std::lock_guard<std::mutex> lock(thread_mutex);
   requested_locked();
   requested_threads = n;
@@ -69,6 +76,7 @@ int get_num_threads() {
 extern "C" __attribute__((visibility("default"))) int rnngraph_get_num_threads() {
   return rnngraph::get_num_threads();
 }
+// A limit is an upper bound: one past kMaxThreads is no limit, the most threads there are.
 extern "C" __attribute__((visibility("default"))) void rnngraph_set_num_threads(int n) {
-  rnngraph::set_num_threads(std::max(1, n));
+  rnngraph::set_num_threads(std::clamp(n, 1, rnngraph::kMaxThreads));
 }

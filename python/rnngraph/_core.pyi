@@ -147,6 +147,9 @@ def cpu_budget() -> dict[str, int | float]:
 def get_num_threads() -> int:
     """Threads rnngraph's kernels use."""
 
+def _cgroup_quota(cgroup_file: str, root: str) -> float:
+    """For tests: the CPU quota of the cgroup named in a /proc/self/cgroup text under root."""
+
 def _use_host_openmp(library: str) -> bool:
     """Run parallel sections on the already loaded OpenMP runtime at ``library`` (empty: on
     rnngraph's own workers); False if it is not loaded or not an OpenMP runtime."""

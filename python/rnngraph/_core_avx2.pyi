@@ -4,6 +4,7 @@ from rnngraph._core import GRUOptions as GRUOptions
 from rnngraph._core import LSTMOptions as LSTMOptions
 from rnngraph._core import PackedWeights as PackedWeights
 from rnngraph._core import SingleGateRNNOptions as SingleGateRNNOptions
+from rnngraph._core import _cgroup_quota as _cgroup_quota
 from rnngraph._core import _force_paths as _force_paths
 from rnngraph._core import _forced_paths as _forced_paths
 from rnngraph._core import _host_openmp as _host_openmp

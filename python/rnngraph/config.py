@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import operator
 import os
 import warnings
 
+import numpy as np
+
 from rnngraph._native import core as _core
 from rnngraph._native import supported_levels
-from rnngraph.ops.arguments import is_integer
 
-MAX_THREADS = 2**31 - 1  # the core's int (a team never exceeds its work's items)
+MAX_THREADS = 4096  # the core's kMaxThreads (rnngraph/threads.hpp), as RNNGRAPH_NUM_THREADS
 _chosen = False  # set_num_threads was called (see num_threads_chosen)
 _environment: bool | None = None  # RNNGRAPH_NUM_THREADS is set (read once, as the core does)
 
@@ -50,9 +52,12 @@ def show_config() -> None:
 
 def set_num_threads(n: int) -> None:
     """Set the threads rnngraph's kernels use (``n >= 1``); NumPy's BLAS is not touched."""
-    if not is_integer(n):
-        raise TypeError(f"set_num_threads: expected an int, got {n!r}")
-    n = int(n)  # (a NumPy integer too)
+    try:  # a Python or NumPy integer, or any type that says it is one (not a bool)
+        if isinstance(n, (bool, np.bool_)):
+            raise TypeError
+        n = operator.index(n)
+    except TypeError:
+        raise TypeError(f"set_num_threads: expected an int, got {n!r}") from None
     if not 1 <= n <= MAX_THREADS:
         raise ValueError(f"set_num_threads: expected 1 <= n <= {MAX_THREADS}, got {n}")
     global _chosen

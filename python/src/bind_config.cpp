@@ -161,6 +161,9 @@ void bind_config(py::module_& m) {
         return d;
       },
       "The CPUs this process may use: {'affinity', 'quota', 'environment', 'default'}.");
+  m.def("_cgroup_quota", &cgroup_quota, py::arg("cgroup_file"), py::arg("root"),
+        "For tests: the CPU quota (in CPUs, 0: none) of the cgroup that `cgroup_file` (the "
+        "text of /proc/self/cgroup) names, under the cgroup file system at `root`.");
   m.def("_use_host_openmp", &use_host_openmp, py::arg("library"),
         "Run parallel sections on the already loaded OpenMP runtime at `library` (empty: on "
         "rnngraph's own workers); False if it is not loaded or not an OpenMP runtime.");

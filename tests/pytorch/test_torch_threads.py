@@ -61,6 +61,32 @@ print(json.dumps([rnngraph.get_num_threads(), call(2), call(2), torch.get_num_th
     assert counts == [1, 1, 1, 2]
 
 
+def test_a_limit_on_rnngraph_alone_holds_inside_its_block():
+    """threadpoolctl's limit on rnngraph's pool (not torch's): the adapter keeps it inside
+    the block, and follows torch's count again once the limit has restored rnngraph's."""
+    counts = run("""
+from threadpoolctl import threadpool_limits
+seen = [call(2)]
+for limits in ({"rnngraph": 1}, 1):  # rnngraph alone, as a dict and by user_api
+    kwargs = {"limits": limits} if isinstance(limits, dict) else {"limits": 1, "user_api": "rnngraph"}
+    with threadpool_limits(**kwargs):
+        seen += [call(2), call(2)]
+    seen += [rnngraph.get_num_threads(), call(1), call(2)]
+print(json.dumps(seen))
+""")
+    assert counts == [2, 1, 1, 2, 1, 2, 1, 1, 2, 1, 2]
+
+
+def test_a_limit_entered_before_the_first_call_holds():
+    counts = run("""
+from threadpoolctl import threadpool_limits
+with threadpool_limits(limits=1, user_api="rnngraph"):
+    seen = [call(2)]
+print(json.dumps([*seen, call(2)]))
+""")
+    assert counts == [1, 2]
+
+
 def test_one_and_two_threads_give_bit_identical_results():
     same = run("""
 def results(threads):

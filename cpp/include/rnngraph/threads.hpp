@@ -17,11 +17,26 @@ struct BlasInfo {
 // worker threads would otherwise spin on the cores our own threads need), and
 // set_num_threads/get_num_threads set how many threads rnngraph's kernels use.
 BlasInfo blas_info();
+// The most threads set_num_threads takes (and RNNGRAPH_NUM_THREADS): workers, once started,
+// live as long as the process, so a count meant as "no limit" must not start millions.
+constexpr int kMaxThreads = 4096;
+// n in [1, kMaxThreads], else std::invalid_argument.
 void set_num_threads(int n);
+// Keeps the BLAS single-threaded: sets its count back to 1 if anything (threadpoolctl, a
+// forked child's reset) changed it. Called before every BLAS call, so a limit another thread
+// sets on this BLAS reaches no product of rnngraph's.
+void pin_blas_threads();
 int get_num_threads();
 // The count get_num_threads starts from: RNNGRAPH_NUM_THREADS if set, else the CPUs this
 // process may use (its affinity mask, lowered to its cgroup's CPU quota).
 int default_num_threads();
+
+// The CPU quota of the cgroup in `cgroup_file` (/proc/self/cgroup's text) under the cgroup
+// file system mounted at `root` (/sys/fs/cgroup): the lowest of its own and its ancestors'
+// (cgroup v2 cpu.max; v1 cpu.cfs_quota_us / cpu.cfs_period_us, under cpu, cpu,cpuacct or
+// cpuacct,cpu), in CPUs; 0 when none is set or readable. A level that does not exist there
+// (a container that sees its own cgroup at the root) is skipped.
+double cgroup_quota(const std::string& cgroup_file, const std::string& root);
 
 // What default_num_threads is made of.
 struct CpuBudget {

@@ -10,7 +10,8 @@ Two rules (docs/pytorch.md, "Threads"):
 - **One count.** Unless the user chose rnngraph's count (``rnngraph.set_num_threads`` or the
   ``RNNGRAPH_NUM_THREADS`` variable), each adapter call first sets it to
   ``torch.get_num_threads()``: ``torch.set_num_threads`` and
-  ``threadpoolctl.threadpool_limits`` govern both libraries.
+  ``threadpoolctl.threadpool_limits`` govern both libraries, and a limit on rnngraph alone
+  holds inside its block.
 """
 
 from __future__ import annotations
@@ -27,13 +28,25 @@ Pool = Literal["torch", "rnngraph"]
 OPENMP_RUNTIMES = ("libgomp", "libiomp", "libomp")
 
 
+# The count follow_torch last set; at first, rnngraph's count when the adapter was imported.
+_followed: int = _core.get_num_threads()
+
+
 def follow_torch() -> None:
-    """Apply the count rule before a call into rnngraph's kernels."""
+    """Apply the count rule before a call into rnngraph's kernels. A count that changed since
+    the last call followed torch's was set by a limit on rnngraph alone
+    (``threadpool_limits(1, user_api="rnngraph")``): it holds until the limit restores the
+    count it found, and then torch's is followed again."""
+    global _followed
     if config.num_threads_chosen():
         return
+    current = _core.get_num_threads()
+    if current != _followed:
+        return
     wanted = torch.get_num_threads()
-    if _core.get_num_threads() != wanted:
+    if current != wanted:
         _core.set_num_threads(wanted)
+    _followed = wanted
 
 
 def torch_openmp_runtime() -> str | None:
