@@ -231,6 +231,19 @@ def test_gather_gradient_is_a_scatter_add(rng):
     )
 
 
+@pytest.mark.parametrize("bad", [np.inf, np.nan], ids=["inf", "nan"])
+@pytest.mark.parametrize("rows", [4, indexing.FEW_TARGETS + 1], ids=["few-rows", "many-rows"])
+def test_a_non_finite_gradient_stays_in_its_own_row(rows, bad):
+    """A table of few rows takes the one-hot product, where 0·inf = NaN would reach every
+    row: a non-finite slice goes only to the row it was gathered from, as np.add.at puts it."""
+    g = rg.Graph()
+    table = g.placeholder((rows, 1), rg.float64)
+    picked = g.gather(table, indicesTensor=np.array([0], np.int32), axis=0)
+    grad = g.gradients(of=g.multiplication(picked, np.array([[bad]])), with_=[table])[table]
+    got = g.run(feeds={table: np.ones((rows, 1))}, targetTensors=[grad])[grad].ravel()
+    np.testing.assert_array_equal(got, [bad] + [0.0] * (rows - 1))
+
+
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
 @pytest.mark.parametrize(
     "rows", [indexing.FEW_TARGETS, indexing.FEW_TARGETS + 1], ids=["by-product", "by-sort"]

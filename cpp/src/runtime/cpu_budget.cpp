@@ -3,12 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
-#include <iterator>
+#include <fcntl.h>
 #include <sched.h>
-#include <sstream>
 #include <string>
 #include <thread>
+#include <unistd.h>
 
 #include "rnngraph/threads.hpp"
 
@@ -25,21 +24,44 @@ int affinity_cpus() {
   return static_cast<int>(std::thread::hardware_concurrency());
 }
 
+// A small text file's contents (a cgroup or /proc file), empty when it cannot be read. POSIX
+// reads and strtod below, not iostreams: on the 16-core machine (Ubuntu 24.04, Python 3.12)
+// an ifstream's `>>` crashed inside the extension module, though not in a program.
+std::string read_text(const std::string& path) {
+  std::string text;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return text;
+  char chunk[4096];
+  for (;;) {
+    const ssize_t got = ::read(fd, chunk, sizeof(chunk));
+    if (got <= 0 || text.size() > (size_t(1) << 20)) break;
+    text.append(chunk, static_cast<size_t>(got));
+  }
+  ::close(fd);
+  return text;
+}
+
+// The first number in `text` from `from` on (after spaces), or 0 when there is none.
+double number_at(const std::string& text, size_t from = 0) {
+  if (from >= text.size()) return 0;
+  const char* start = text.c_str() + from;
+  char* end = nullptr;
+  const double value = std::strtod(start, &end);
+  return end == start ? 0 : value;
+}
+
 // A cgroup's own CPU quota in CPUs, from the files in `dir`; 0 when none is set or readable.
 double own_quota(const std::string& dir, bool v2) {
   if (v2) {  // "max 100000" or "<quota> <period>"
-    std::ifstream f(dir + "/cpu.max");
-    std::string quota;
-    double period = 0;
-    if (f >> quota >> period && quota != "max" && period > 0) {
-      const double q = std::strtod(quota.c_str(), nullptr);
-      if (q > 0) return q / period;
-    }
-    return 0;
+    const std::string text = read_text(dir + "/cpu.max");
+    if (text.empty() || text.compare(0, 3, "max") == 0) return 0;
+    const double quota = number_at(text), period = number_at(text, text.find(' '));
+    return quota > 0 && period > 0 ? quota / period : 0;
   }
-  std::ifstream q(dir + "/cpu.cfs_quota_us"), p(dir + "/cpu.cfs_period_us");
-  double quota = 0, period = 0;  // (a quota of -1: none)
-  return q >> quota && p >> period && quota > 0 && period > 0 ? quota / period : 0;
+  // (a quota of -1: none)
+  const double quota = number_at(read_text(dir + "/cpu.cfs_quota_us")),
+               period = number_at(read_text(dir + "/cpu.cfs_period_us"));
+  return quota > 0 && period > 0 ? quota / period : 0;
 }
 
 // The lowest quota set on `path` (a cgroup's path, "/a/b") or an ancestor, under `mount`.
@@ -57,12 +79,18 @@ double lowest_quota(const std::string& mount, std::string path, bool v2) {
 // Where a cgroup v1 hierarchy with the cpu controller may be mounted under `root`.
 const char* const kCpuMounts[] = {"/cpu", "/cpu,cpuacct", "/cpuacct,cpu"};
 
-// The CPU quota of this process's cgroup, in CPUs; 0 when there is none or it is unreadable.
-double process_quota() {
-  std::ifstream f("/proc/self/cgroup");
-  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  return cgroup_quota(text, "/sys/fs/cgroup");
+// Whether the comma-separated `controllers` name the cpu controller.
+bool has_cpu(const std::string& controllers) {
+  for (size_t at = 0; at <= controllers.size();) {
+    const size_t comma = std::min(controllers.find(',', at), controllers.size());
+    if (controllers.compare(at, comma - at, "cpu") == 0) return true;
+    at = comma + 1;
+  }
+  return false;
 }
+
+// The CPU quota of this process's cgroup, in CPUs; 0 when there is none or it is unreadable.
+double process_quota() { return cgroup_quota(read_text("/proc/self/cgroup"), "/sys/fs/cgroup"); }
 
 int environment_threads() {
   const char* text = std::getenv("RNNGRAPH_NUM_THREADS");
@@ -81,23 +109,22 @@ double cgroup_quota(const std::string& cgroup_file, const std::string& root) {
   auto lower = [&](double q) {
     if (q > 0 && (lowest == 0 || q < lowest)) lowest = q;
   };
-  std::istringstream lines(cgroup_file);
-  std::string line;
-  while (std::getline(lines, line)) {  // "hierarchy-ID:controller-list:cgroup-path"
-    const size_t first = line.find(':'), second = line.find(':', first + 1);
-    if (first == std::string::npos || second == std::string::npos) continue;
+  for (size_t at = 0; at < cgroup_file.size();) {
+    size_t end = cgroup_file.find('\n', at);
+    if (end == std::string::npos) end = cgroup_file.size();
+    const std::string line = cgroup_file.substr(at, end - at);
+    at = end + 1;
+    // "hierarchy-ID:controller-list:cgroup-path"
+    const size_t first = line.find(':');
+    const size_t second = first == std::string::npos ? first : line.find(':', first + 1);
+    if (second == std::string::npos) continue;
     const std::string controllers = line.substr(first + 1, second - first - 1);
     const std::string path = line.substr(second + 1);
     if (controllers.empty()) {  // cgroup v2: "0::/path"
       lower(lowest_quota(root, path, true));
-      continue;
+    } else if (has_cpu(controllers)) {
+      for (const char* mount : kCpuMounts) lower(lowest_quota(root + mount, path, false));
     }
-    std::istringstream names(controllers);
-    std::string name;
-    bool cpu = false;
-    while (std::getline(names, name, ',')) cpu = cpu || name == "cpu";
-    if (!cpu) continue;
-    for (const char* mount : kCpuMounts) lower(lowest_quota(root + mount, path, false));
   }
   return lowest;
 }

@@ -191,7 +191,9 @@ def _scatter_add(gradient: NDArray[Any], indices: NDArray[Any], shape: tuple[int
     rows = gradient.reshape(count, middle, k, rest).transpose(0, 2, 1, 3).reshape(
         count * k, middle * rest)
     targets = (np.arange(count)[:, None] * n + indices.reshape(count, k)).reshape(-1)
-    by_product = bool(rows.size) and count * n <= FEW_TARGETS and gradient.dtype.kind == "f"
+    # (Only finite rows: a product would add 0·inf = NaN into every target row.)
+    by_product = (bool(rows.size) and count * n <= FEW_TARGETS and gradient.dtype.kind == "f"
+                  and bool(np.isfinite(rows).all()))
     if by_product:
         # Few target rows (a character vocabulary): one product onehotᵀ · rows on rnngraph's
         # gemm. [2400, 256] rows into 36 targets: 0.20 ms against 1.29 ms for the sort below
