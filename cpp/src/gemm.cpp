@@ -109,13 +109,13 @@ void nt_block(Index k, const S* a, Index lda, const S* b, Index ldb, S beta, S* 
     for (int r = 0; r < MR; ++r) av[r] = load<V>(a + r * lda + p);
     for (int j = 0; j < NR; ++j) bv[j] = load<V>(b + j * ldb + p);
     for (int r = 0; r < MR; ++r)
-      for (int j = 0; j < NR; ++j) acc[r][j] += av[r] * bv[j];
+      for (int j = 0; j < NR; ++j) acc[r][j] = simd::fmadd(av[r], bv[j], acc[r][j]);
   }
   for (int r = 0; r < MR; ++r) {
     for (int j = 0; j < NR; ++j) {
       S sum = S(0);
       for (int l = 0; l < L; ++l) sum += acc[r][j][l];
-      for (Index q = p; q < k; ++q) sum += a[r * lda + q] * b[j * ldb + q];
+      for (Index q = p; q < k; ++q) sum = simd::fmadd_scalar(a[r * lda + q], b[j * ldb + q], sum);
       c[r * ldc + j] = store_value(beta, c[r * ldc + j], sum);
     }
   }

@@ -3,7 +3,9 @@
 // width. Private to cpp/src: the width differs between the three builds of the core.
 #pragma once
 
+#include <cmath>
 #include <cstring>
+#include <immintrin.h>
 #include <type_traits>
 
 #include "arrays.hpp"
@@ -29,6 +31,46 @@ struct Vec {
   typedef S type __attribute__((vector_size(kVecBytes)));
   static constexpr int lanes = kVecBytes / static_cast<int>(sizeof(S));
 };
+
+// a·b + c, rounded once where the target has FMA instructions (else a·b rounded, then + c),
+// written out rather than left to the compiler's contraction: GCC 13 contracts a kernel's
+// a·b + c into an FMA in some register-tile shapes and not in others, so an element's bits
+// depended on the tile it fell in, and with it on the thread count (16-core machine: the
+// team's items end in partial tiles). The kernels' accumulations use these.
+template <class V>
+RNNGRAPH_ALWAYS_INLINE V fmadd(const V& a, const V& b, const V& c) {
+#if defined(__FMA__) || defined(__AVX512F__)
+  using S = std::remove_cv_t<std::remove_reference_t<decltype(a[0])>>;
+  constexpr bool single = std::is_same_v<S, float>;
+  if constexpr (sizeof(V) == 64) {
+#if defined(__AVX512F__)
+    if constexpr (single) return (V)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+    else return (V)_mm512_fmadd_pd((__m512d)a, (__m512d)b, (__m512d)c);
+#endif
+  } else if constexpr (sizeof(V) == 32) {
+    if constexpr (single) return (V)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
+    else return (V)_mm256_fmadd_pd((__m256d)a, (__m256d)b, (__m256d)c);
+  } else if constexpr (sizeof(V) == 16) {
+    if constexpr (single) return (V)_mm_fmadd_ps((__m128)a, (__m128)b, (__m128)c);
+    else return (V)_mm_fmadd_pd((__m128d)a, (__m128d)b, (__m128d)c);
+  }
+#endif
+  V product = a * b;
+  asm("" : "+x"(product));  // (no contraction across this)
+  return product + c;
+}
+
+// The scalar twin of fmadd.
+template <class S>
+RNNGRAPH_ALWAYS_INLINE S fmadd_scalar(S a, S b, S c) {
+#if defined(__FMA__) || defined(__AVX512F__)
+  return std::fma(a, b, c);
+#else
+  S product = a * b;
+  asm("" : "+x"(product));
+  return product + c;
+#endif
+}
 
 template <class V, class S>
 inline V load(const S* p) {
