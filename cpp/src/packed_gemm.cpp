@@ -89,7 +89,7 @@ void panel_block(Index kc, const S* a, RowsOfA<MR, Packed> rows, const S* const*
       for (int v = 0; v < NV; ++v) bv[q * NV + v] = load<V>(b[q] + p * W + v * L);
     for (int r = 0; r < MR; ++r) {
       const S av = a[rows.at(r, p)];
-      const V avv = V{} + av;  // (av in every lane)
+      const V avv = simd::broadcast<V>(av);
       for (int v = 0; v < NP * NV; ++v) acc[r][v] = simd::fmadd(avv, bv[v], acc[r][v]);
     }
   }

@@ -36,7 +36,8 @@ struct Vec {
 // written out rather than left to the compiler's contraction: GCC 13 contracts a kernel's
 // a·b + c into an FMA in some register-tile shapes and not in others, so an element's bits
 // depended on the tile it fell in, and with it on the thread count (16-core machine: the
-// team's items end in partial tiles). The kernels' accumulations use these.
+// team's items end in partial tiles). The kernels' accumulations use these. (As fast as the
+// contracted code on the 2-core Zen 3: results/fma-kernels-ab-2cores-epyc-avx2-2026-11-29.txt.)
 template <class V>
 RNNGRAPH_ALWAYS_INLINE V fmadd(const V& a, const V& b, const V& c) {
 #if defined(__FMA__) || defined(__AVX512F__)
@@ -58,6 +59,28 @@ RNNGRAPH_ALWAYS_INLINE V fmadd(const V& a, const V& b, const V& c) {
   V product = a * b;
   asm("" : "+x"(product));  // (no contraction across this)
   return product + c;
+}
+
+// x in every lane: one broadcast instruction (V{} + x would add, and a loop over the lanes
+// compiled to lane inserts: rows 4 and 5 of the benchmark 1.6x and 2.6x slower).
+template <class V, class S>
+RNNGRAPH_ALWAYS_INLINE V broadcast(S x) {
+  constexpr bool single = std::is_same_v<S, float>;
+  if constexpr (sizeof(V) == 64) {
+#if defined(__AVX512F__)
+    if constexpr (single) return (V)_mm512_set1_ps(x);
+    else return (V)_mm512_set1_pd(x);
+#endif
+  } else if constexpr (sizeof(V) == 32) {
+#if defined(__AVX__)
+    if constexpr (single) return (V)_mm256_set1_ps(x);
+    else return (V)_mm256_set1_pd(x);
+#endif
+  } else if constexpr (sizeof(V) == 16) {
+    if constexpr (single) return (V)_mm_set1_ps(x);
+    else return (V)_mm_set1_pd(x);
+  }
+  return V{} + x;  // (not reached on x86-64)
 }
 
 // The scalar twin of fmadd.
