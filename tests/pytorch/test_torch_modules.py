@@ -13,6 +13,7 @@ import pytest
 import torch
 from pytorch.torch_helpers_api import CELLS, H, I, build, sample
 from torch import nn
+from torch.nn.utils import parametrizations, prune
 
 import rnngraph.torch as rt
 from rnngraph import GRUDescriptor, LSTMDescriptor, RNNActivation
@@ -88,6 +89,45 @@ def test_dtype(cell, dtype):
     assert {p.dtype for p in module.parameters()} == {dtype}
     output, state = module(torch.randn(4, 2, I, dtype=dtype))
     assert {t.dtype for t in (output, *states(state))} == {dtype}
+
+
+def _weight_norm(module):
+    return parametrizations.weight_norm(module, "inputWeight")
+
+
+def _orthogonal(module):
+    return parametrizations.orthogonal(module, "recurrentWeight")
+
+
+def _pruned(module):
+    return prune.l1_unstructured(module, "recurrentWeight", 0.5)
+
+
+@pytest.mark.parametrize("change", [_weight_norm, _orthogonal, _pruned],
+                         ids=["weight_norm", "orthogonal", "prune"])
+@pytest.mark.parametrize("cell", CELLS)
+def test_parametrized_and_pruned_weights_are_what_the_op_reads(cell, change):
+    """A parametrization or pruning replaces a parameter by a tensor computed from others:
+    the op reads that tensor (as torch.nn's layers do), and the gradients reach the
+    parameters it is computed from."""
+    torch.manual_seed(0)
+    module, twin = (CELLS[cell].module(I, H, dtype=torch.float64) for _ in range(2))
+    change(module)
+    with torch.no_grad():
+        for name, _ in twin.named_parameters():
+            getattr(twin, name).copy_(getattr(module, name))
+    x = torch.randn(4, 2, I, dtype=torch.float64)
+    output, _ = module(x)
+    torch.testing.assert_close(output, twin(x)[0], rtol=0, atol=0)
+    output.square().sum().backward()
+    assert all(p.grad is not None for p in module.parameters())
+
+
+def test_the_device_argument_places_the_parameters():
+    """device="cpu" even where torch's default device is another (here "meta")."""
+    with torch.device("meta"):
+        module = rt.LSTM(I, H, device="cpu")
+    assert {p.device.type for p in module.parameters()} == {"cpu"}
 
 
 @pytest.mark.parametrize("default", [torch.float64, torch.float32])

@@ -144,9 +144,10 @@ class _Recurrent(torch.autograd.Function):
     converted inside, in NumPy, they cost no autograd node.
 
     What only the backward reads (zState, the LSTM's cell sequence, a resetAfter GRU's kept
-    recurrent product) stays a NumPy array kept on ``ctx`` rather than becoming an output:
-    the gradient kernel reads it as it was written.
-    So do the dense arrays the forward kernel read, which the backward passes to the gradient
+    recurrent product) is saved as a tensor over the kernel's array rather than becoming an
+    output: the gradient kernel reads it as it was written, and autograd frees it after the
+    backward with the inputs.
+    So are the dense arrays the forward kernel read, which the backward passes to the gradient
     kernel once ``ctx.saved_tensors`` has checked that no input was modified in place since;
     their shapes were checked by the forward, and autograd gives the outputs' gradients the
     outputs' shapes and dtype. The fewer calls run between the two kernels, the less the
@@ -156,8 +157,7 @@ class _Recurrent(torch.autograd.Function):
     Under saved-tensor hooks (``torch.autograd.graph.saved_tensors_hooks``: offloading,
     checkpointing) torch checks no version counter, as the hooks may keep copies: the
     backward then reads the inputs and h as the hooks give them back, not the arrays over
-    the live tensors' memory. (What only the backward reads stays in memory: the hooks
-    see only the inputs and h.)"""
+    the live tensors' memory (and what only the backward reads, as the hooks give it back)."""
 
     @staticmethod
     def forward(ctx: Any, cell: TorchCell, options: dict[str, Any],
@@ -168,10 +168,22 @@ class _Recurrent(torch.autograd.Function):
         outputs = _as_tensors(produced, cell)
         ctx.set_materialize_grads(False)  # an unused output's gradient stays None, not zeros
         ctx.cell, ctx.options, ctx.sizes = cell, options, sizes
-        ctx.produced, ctx.inputs = produced, read  # (no tensors on ctx: NumPy arrays only)
-        if torch._C._autograd._top_saved_tensors_default_hooks(False) is not None:
-            ctx.inputs = None  # the backward reads what the hooks unpack (class docstring)
-        ctx.save_for_backward(*tensors, outputs[0])
+        # The arrays only the backward reads, and those the forward kernel read, are saved as
+        # tensors over their memory (no copy), so that autograd frees them after the backward
+        # as it frees the inputs (a graph kept alive, a loss kept in a list, would otherwise
+        # keep them too: 30 steps of an LSTM held 796 MiB more).
+        kept = {name: array for name, array in produced.items()
+                if name not in ("h", *cell.final_states)}
+        hooked = torch._C._autograd._top_saved_tensors_default_hooks(False) is not None
+        read = {} if hooked else read  # the backward reads what the hooks unpack (docstring)
+        ctx.kept_names = [k for k, v in kept.items() if v is not None]
+        ctx.read_names = [k for k, v in read.items() if v is not None]
+        ctx.absent = ([k for k, v in kept.items() if v is None],
+                      [k for k, v in read.items() if v is None])
+        ctx.hooked = hooked
+        ctx.save_for_backward(*tensors, outputs[0],
+                              *(torch.from_numpy(kept[k]) for k in ctx.kept_names),
+                              *(torch.from_numpy(read[k]) for k in ctx.read_names))
         return outputs
 
     @staticmethod
@@ -184,12 +196,22 @@ class _Recurrent(torch.autograd.Function):
 
     @staticmethod
     def _gradients(ctx: Any, *grads: torch.Tensor | None) -> tuple[Any, ...]:
-        cell, inputs, (D, N, H) = ctx.cell, ctx.inputs, ctx.sizes
+        cell, (D, N, H) = ctx.cell, ctx.sizes
         # (Reading them raises if one was modified in place since the forward, h too: the
         # kernel reads its array as outputFwd.)
-        *tensors, h = ctx.saved_tensors
-        produced = ctx.produced
-        if inputs is None:  # saved-tensor hooks: the tensors they gave back
+        saved = ctx.saved_tensors
+        count = len(cell.forward_inputs)
+        tensors, h = saved[:count], saved[count]
+        extra = iter(saved[count + 1:])
+        produced: dict[str, Any] = {"h": h.detach().numpy()}
+        produced.update({name: next(extra).detach().numpy() for name in ctx.kept_names})
+        produced.update(dict.fromkeys(ctx.absent[0]))
+        inputs: dict[str, Any] | None = {name: next(extra).detach().numpy()
+                                          for name in ctx.read_names}
+        inputs.update(dict.fromkeys(ctx.absent[1]))
+        if ctx.hooked:  # saved-tensor hooks: the tensors they gave back
+            inputs = None
+        if inputs is None:
             arrays, _ = _kernel_arrays(cell, tensors, ctx.options)
             inputs = _ops.dense_inputs(cell, arrays, ctx.options)
             produced = {**produced, "h": dense(h.numpy(force=True))}

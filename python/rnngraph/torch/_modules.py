@@ -76,7 +76,8 @@ class _RecurrentModule(nn.Module):
                             f"got {dtype}")
         for name, shape in self._parameter_shapes(bias, peephole).items():
             try:
-                parameter = None if shape is None else nn.Parameter(torch.empty(shape, dtype=dtype))
+                parameter = None if shape is None else nn.Parameter(
+                    torch.empty(shape, dtype=dtype, device=device))
             except (RuntimeError, TypeError) as error:  # torch's allocator: "can't allocate
                 # memory"; a size past int64 (4·H for H = 2**62): "Overflow when unpacking"
                 raise MemoryError(f"{where}: {name}: cannot allocate {list(shape or ())} of "
@@ -116,10 +117,11 @@ class _RecurrentModule(nn.Module):
             nn.init.uniform_(parameter, -bound, bound)
 
     def _op_inputs(self) -> dict[str, torch.Tensor | None]:
-        """The parameters by label, None where absent (read from ``_parameters``, which
-        ``nn.Module.__getattr__`` reads too, without its fallbacks)."""
-        parameters = self._parameters
-        return {label: parameters.get(label) for label in self._cell.parameters}
+        """The parameters by label, None where absent: read as attributes, so that a
+        parametrization (``torch.nn.utils.parametrizations.weight_norm``, ``orthogonal``) or
+        pruning (``torch.nn.utils.prune``), which replace a parameter by a computed tensor of
+        its name, give the tensor they compute."""
+        return {label: getattr(self, label, None) for label in self._cell.parameters}
 
     # --- forward -------------------------------------------------------------------------
 
