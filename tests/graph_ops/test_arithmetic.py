@@ -60,6 +60,28 @@ def test_numbers_take_the_tensor_type(rng):
     assert got.dtype == np.int64 and got.tolist() == [[5, 2, 7]]
 
 
+def test_numbers_beside_an_array_take_the_arrays_type():
+    """docs/training.md: Python numbers, and lists or tuples of them, take the other operand's
+    dataType, whether that operand is a Tensor or a NumPy array."""
+    g = rg.Graph()
+    f32, i32 = np.ones(2, np.float32), np.ones(2, np.int32)
+    made = {
+        "multiplication": g.multiplication(f32, 2.0),
+        "clamp": g.clamp(np.array([0.5, 2.0], np.float32), min=0, max=1),
+        "select": g.select(np.array([1.0, 0.0], np.float32), trueTensor=f32, falseTensor=0),
+        "addition": g.addition(i32, 1),
+        "concatTensors": g.concatTensors([f32, [1.0]], dimension=0),
+    }
+    out = g.run(feeds={}, targetTensors=list(made.values()))
+    got = {name: out[t] for name, t in made.items()}
+    expected = {"multiplication": np.float32([2, 2]), "clamp": np.float32([0.5, 1]),
+                "select": np.float32([1, 0]), "addition": np.int32([2, 2]),
+                "concatTensors": np.float32([1, 1, 1])}
+    for name, value in expected.items():
+        assert got[name].dtype == value.dtype, name
+        np.testing.assert_array_equal(got[name], value, err_msg=name)
+
+
 def test_python_lists_and_tuples_take_the_tensor_type_but_arrays_keep_theirs(rng):
     x = draw(rng, (2, 3), rg.float32)
     got = run_op(lambda g, t: g.addition(t["x"], [1.0, 2.0, 3.0]), {"x": x}, rg.float32)

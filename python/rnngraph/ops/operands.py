@@ -56,11 +56,15 @@ def _data_type_of(array: NDArray[Any]) -> DataType:
 
 
 def operands(graph: GraphBuilder, op: str, values: Mapping[str, object]) -> dict[str, Tensor]:
-    """Several operands of one op, by label: Tensors first, so a Python number takes their type."""
-    tensors = {label: graph._own(v, f"{op}: {label}") for label, v in values.items()
-               if isinstance(v, Tensor)}
-    like = next(iter(tensors.values())).dataType if tensors else None
-    return {label: tensors[label] if label in tensors else operand(graph, v, f"{op}: {label}", like)
+    """Several operands of one op, by label: Tensors first, then NumPy arrays (not scalars),
+    so that a Python number takes the type of the first of them."""
+    made = {label: graph._own(v, f"{op}: {label}") for label, v in values.items()
+            if isinstance(v, Tensor)}
+    for label, v in values.items():
+        if label not in made and isinstance(v, np.ndarray) and v.ndim > 0:
+            made[label] = operand(graph, v, f"{op}: {label}")
+    like = next(iter(made.values())).dataType if made else None
+    return {label: made[label] if label in made else operand(graph, v, f"{op}: {label}", like)
             for label, v in values.items()}
 
 
