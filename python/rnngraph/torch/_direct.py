@@ -206,12 +206,10 @@ class _Recurrent(torch.autograd.Function):
         produced: dict[str, Any] = {"h": h.detach().numpy()}
         produced.update({name: next(extra).detach().numpy() for name in ctx.kept_names})
         produced.update(dict.fromkeys(ctx.absent[0]))
-        inputs: dict[str, Any] | None = {name: next(extra).detach().numpy()
-                                          for name in ctx.read_names}
-        inputs.update(dict.fromkeys(ctx.absent[1]))
-        if ctx.hooked:  # saved-tensor hooks: the tensors they gave back
-            inputs = None
-        if inputs is None:
+        read = {name: next(extra).detach().numpy() for name in ctx.read_names}
+        read.update(dict.fromkeys(ctx.absent[1]))
+        inputs: dict[str, Any] | None = None if ctx.hooked else read
+        if inputs is None:  # saved-tensor hooks: the tensors they gave back
             arrays, _ = _kernel_arrays(cell, tensors, ctx.options)
             inputs = _ops.dense_inputs(cell, arrays, ctx.options)
             produced = {**produced, "h": dense(h.numpy(force=True))}
