@@ -232,8 +232,9 @@ def test_a_feed_of_a_wrong_shape_names_the_ops_that_read_it():
 def test_a_broadcast_feed_too_large_to_make_dense_names_the_op_and_label():
     """A broadcast view fed to an open placeholder stays a view until the op has checked its
     shape; making it dense then fails for lack of memory: a MemoryError naming the op and
-    the label it was fed as. (2^46 rows of 16 bytes: more than any x86-64 address space, so
-    the allocation fails even where the kernel overcommits memory.)"""
+    the label it was fed as, refused before any allocation when the copy needs more than the
+    machine's memory and swap (2^46 rows of 16 bytes: where the kernel overcommits memory, an
+    allocation would succeed and the copy be killed; a sanitizer's allocator would abort)."""
     g = rg.Graph()
     x = g.placeholder(shape=(None, None, None), dataType=rg.float32)
     (h,) = g.singleGateRNN(x, recurrentWeight=np.zeros((4, 4), np.float32))
