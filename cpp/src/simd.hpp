@@ -32,7 +32,8 @@ struct Vec {
   static constexpr int lanes = kVecBytes / static_cast<int>(sizeof(S));
 };
 
-// a·b + c, rounded once where the target has FMA instructions (else a·b rounded, then + c),
+// a·b + c, rounded once where the target has FMA instructions (else a·b rounded, then + c:
+// without them no compiler can fuse it either),
 // written out rather than left to the compiler's contraction: GCC 13 contracts a kernel's
 // a·b + c into an FMA in some register-tile shapes and not in others, so an element's bits
 // depended on the tile it fell in, and with it on the thread count (16-core machine: the
@@ -40,7 +41,7 @@ struct Vec {
 // contracted code on the 2-core Zen 3: results/fma-kernels-ab-2cores-epyc-avx2-2026-11-29.txt.)
 template <class V>
 RNNGRAPH_ALWAYS_INLINE V fmadd(const V& a, const V& b, const V& c) {
-#if defined(__FMA__) || defined(__AVX512F__)
+#if defined(__FMA__)
   using S = std::remove_cv_t<std::remove_reference_t<decltype(a[0])>>;
   constexpr bool single = std::is_same_v<S, float>;
   if constexpr (sizeof(V) == 64) {
@@ -56,9 +57,7 @@ RNNGRAPH_ALWAYS_INLINE V fmadd(const V& a, const V& b, const V& c) {
     else return (V)_mm_fmadd_pd((__m128d)a, (__m128d)b, (__m128d)c);
   }
 #endif
-  V product = a * b;
-  asm("" : "+x"(product));  // (no contraction across this)
-  return product + c;
+  return a * b + c;
 }
 
 // x in every lane: one broadcast instruction (V{} + x would add, and a loop over the lanes
@@ -86,12 +85,10 @@ RNNGRAPH_ALWAYS_INLINE V broadcast(S x) {
 // The scalar twin of fmadd.
 template <class S>
 RNNGRAPH_ALWAYS_INLINE S fmadd_scalar(S a, S b, S c) {
-#if defined(__FMA__) || defined(__AVX512F__)
+#if defined(__FMA__)
   return std::fma(a, b, c);
 #else
-  S product = a * b;
-  asm("" : "+x"(product));
-  return product + c;
+  return a * b + c;
 #endif
 }
 

@@ -25,7 +25,6 @@ int requested_threads = -1;  // rnngraph's threads; OpenBLAS's own pool is kept 
 
 int requested_locked() {
   if (requested_threads < 0) requested_threads = default_num_threads();
-  pin_blas_threads();
   return requested_threads;
 }
 
@@ -46,7 +45,7 @@ void pin_blas_threads() {
 }
 
 BlasInfo blas_info() {
-  get_num_threads();  // the BLAS is pinned to one thread from the first use on
+  pin_blas_threads();  // (as every BLAS call does first: the count it reports is the one used)
   BlasInfo info;
   info.library = kLibrary;
   info.config = RNNGRAPH_OPENBLAS(get_config)();

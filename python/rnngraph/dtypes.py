@@ -6,6 +6,8 @@ The recurrent ops compute in float32 and float64. The ops around them (indices f
 from __future__ import annotations
 
 import enum
+import functools
+import os
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -74,19 +76,50 @@ def check_integers(array: NDArray[Any], dtype: DataType, where: str, kind: str) 
             raise ValueError(f"{where}: values outside the range of {dtype.value}")
 
 
+@functools.cache
+def _memory_bytes() -> int:
+    """This machine's memory and swap, in bytes (0 when unknown)."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("SwapTotal:"):
+                    total += int(line.split()[1]) * 1024
+        return int(total)
+    except (OSError, ValueError):
+        return 0
+
+
+def _check_copy_fits(array: ArrayLike, dtype: DTypeLike | None) -> None:
+    """A MemoryError before a copy of an array (a broadcast view, say) that needs more bytes
+    than the machine has memory and swap: where the kernel overcommits, NumPy's allocation of
+    it would succeed and the copy be killed by the OOM killer (and a sanitizer's allocator
+    aborts)."""
+    if not isinstance(array, np.ndarray):
+        return
+    need = array.size * np.dtype(array.dtype if dtype is None else dtype).itemsize
+    have = _memory_bytes()
+    if have and need > have:
+        raise MemoryError(f"a dense copy of {list(array.shape)} needs {need} bytes, more than "
+                          f"this machine's {have} bytes of memory and swap")
+
+
 def frozen_copy(array: ArrayLike, dtype: np.dtype[Any], where: str) -> NDArray[Any]:
     """One dense, read-only copy of ``array`` as ``dtype``; a memory error names ``where``."""
     with naming_memory_errors(where):
+        _check_copy_fits(array, dtype)
         copy = np.array(array, dtype=dtype, order="C")
     copy.setflags(write=False)
     return copy
 
 
 def dense(array: ArrayLike, dtype: DTypeLike | None = None) -> NDArray[Any]:
-    """A C-contiguous, aligned array (copied only when needed); rank 0 stays rank 0."""
+    """A C-contiguous, aligned array (copied only when needed, and refused with a MemoryError
+    when the copy cannot fit in memory); rank 0 stays rank 0."""
     if (type(array) is np.ndarray and (dtype is None or array.dtype == dtype)
             and array.flags.c_contiguous and array.flags.aligned):
         return array  # the common case, without np.require's overhead
+    _check_copy_fits(array, dtype)
     return np.require(array, dtype=dtype, requirements=["C", "A"])
 
 

@@ -64,12 +64,14 @@ double own_quota(const std::string& dir, bool v2) {
   return quota > 0 && period > 0 ? quota / period : 0;
 }
 
+// The lower of two quotas, 0 standing for none.
+double lower_quota(double a, double b) { return a > 0 && (b <= 0 || a < b) ? a : b; }
+
 // The lowest quota set on `path` (a cgroup's path, "/a/b") or an ancestor, under `mount`.
 double lowest_quota(const std::string& mount, std::string path, bool v2) {
   double lowest = 0;
   for (;;) {
-    const double q = own_quota(path == "/" ? mount : mount + path, v2);
-    if (q > 0 && (lowest == 0 || q < lowest)) lowest = q;
+    lowest = lower_quota(own_quota(path == "/" ? mount : mount + path, v2), lowest);
     if (path.empty() || path == "/") return lowest;
     const size_t cut = path.find_last_of('/');
     path = cut == 0 || cut == std::string::npos ? "/" : path.substr(0, cut);
@@ -106,9 +108,6 @@ int environment_threads() {
 
 double cgroup_quota(const std::string& cgroup_file, const std::string& root) {
   double lowest = 0;
-  auto lower = [&](double q) {
-    if (q > 0 && (lowest == 0 || q < lowest)) lowest = q;
-  };
   for (size_t at = 0; at < cgroup_file.size();) {
     size_t end = cgroup_file.find('\n', at);
     if (end == std::string::npos) end = cgroup_file.size();
@@ -121,9 +120,10 @@ double cgroup_quota(const std::string& cgroup_file, const std::string& root) {
     const std::string controllers = line.substr(first + 1, second - first - 1);
     const std::string path = line.substr(second + 1);
     if (controllers.empty()) {  // cgroup v2: "0::/path"
-      lower(lowest_quota(root, path, true));
+      lowest = lower_quota(lowest_quota(root, path, true), lowest);
     } else if (has_cpu(controllers)) {
-      for (const char* mount : kCpuMounts) lower(lowest_quota(root + mount, path, false));
+      for (const char* mount : kCpuMounts)
+        lowest = lower_quota(lowest_quota(root + mount, path, false), lowest);
     }
   }
   return lowest;

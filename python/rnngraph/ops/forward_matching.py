@@ -33,6 +33,11 @@ def forward_of(spec: CellSpec, zState: object) -> Operation | None:
 SAVED_OUTPUTS = {"zState": "zState", "cellOutputFwd": "c", "outputFwd": "h"}
 
 
+def _outputs_of(producer: Operation) -> dict[str, Tensor]:
+    """A forward op's outputs by name (h, c, zState, ...)."""
+    return dict(zip(producer.attrs["outputs"], producer.outputs))
+
+
 def _serves_as(spec: CellSpec, descriptor: _Descriptor, label: str, output: str) -> bool:
     """Whether the forward op's ``output`` computes exactly what ``label`` would: a
     single-gate RNN's backward rebuilds h = act(zState) and act's derivative from that h, so
@@ -111,7 +116,7 @@ def _other_saved(producer: Operation, inputs: Mapping[str, Tensor | None]) -> li
     of ``producer``'s kind made: (label, how). Its c or h of the same shapes is read as given
     (as in MPSGraph), but the gradients are then those of no computation. (A fed one may hold
     the producer's values: not warned.)"""
-    outputs = dict(zip(producer.attrs["outputs"], producer.outputs))
+    outputs = _outputs_of(producer)
     differ = []
     for label in ("cellOutputFwd", "outputFwd"):
         given = inputs.get(label)
@@ -150,7 +155,7 @@ def kept_product(graph: GraphBuilder, spec: CellSpec, descriptor: _Descriptor,
     producer = forward_of(spec, inputs["zState"])
     if producer is None or not spec.keeps_product(descriptor):
         return None
-    outputs = dict(zip(producer.attrs["outputs"], producer.outputs))
+    outputs = _outputs_of(producer)
     if inputs.get("outputFwd") is not outputs.get("h") or _differences(spec, producer, inputs):
         return None
     return forward_outputs(graph, producer, ["recurrentProduct"])["recurrentProduct"]

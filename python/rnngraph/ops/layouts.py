@@ -4,7 +4,6 @@ accepts, the sizes T, N, I, H learned from them, and the dense arrays the core t
 from __future__ import annotations
 
 import functools
-import os
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -104,31 +103,6 @@ def _checked_sizes(op: str, spec: CellSpec, shapes_given: tuple[tuple[str, tuple
     return sizes
 
 
-@functools.cache
-def _memory_bytes() -> int:
-    """This machine's memory and swap, in bytes (0 when unknown)."""
-    try:
-        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-        with open("/proc/meminfo") as meminfo:
-            for line in meminfo:
-                if line.startswith("SwapTotal:"):
-                    total += int(line.split()[1]) * 1024
-        return int(total)
-    except (OSError, ValueError):
-        return 0
-
-
-def _dense_copy(array: Any) -> Any:
-    """A dense copy of a view, refused (MemoryError) when it needs more bytes than the machine
-    has memory and swap: where the kernel overcommits, NumPy's allocation of such a copy would
-    succeed and the copy be killed by the OOM killer, and a sanitizer's allocator aborts."""
-    need, have = array.size * array.itemsize, _memory_bytes()
-    if have and need > have:
-        raise MemoryError(f"a dense copy of {list(array.shape)} needs {need} bytes, more than "
-                          f"this machine's {have} bytes of memory and swap")
-    return dense(array)
-
-
 def normalise(op: str, arrays: RunArrays, sizes: Mapping[str, Any], bidirectional: bool,
               labels: Iterable[str] | None = None) -> RunArrays:
     """Run-time arrays in the dense layouts the core expects (SPEC.md section 1). A feed kept
@@ -159,7 +133,7 @@ def normalise(op: str, arrays: RunArrays, sizes: Mapping[str, Any], bidirectiona
                 else:
                     flags = array.flags
                     if not (flags.c_contiguous and flags.aligned):
-                        array = _dense_copy(array)
+                        array = dense(array)
             out[label] = array
     except MemoryError as error:
         raise MemoryError(f"{op}: {label}: out of memory: {error}") from None

@@ -28,7 +28,7 @@ from rnngraph.torch._arrays import check_tensor
 from rnngraph.torch._states import to_op, to_torch
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterable, Sequence
 
     from rnngraph.torch._cells import TorchCell
 
@@ -174,16 +174,12 @@ class _Recurrent(torch.autograd.Function):
         # keep them too: 30 steps of an LSTM held 796 MiB more).
         kept = {name: array for name, array in produced.items()
                 if name not in ("h", *cell.final_states)}
+        # Under saved-tensor hooks the backward reads what the hooks unpack (class docstring).
         hooked = torch._C._autograd._top_saved_tensors_default_hooks(False) is not None
-        read = {} if hooked else read  # the backward reads what the hooks unpack (docstring)
-        ctx.kept_names = [k for k, v in kept.items() if v is not None]
-        ctx.read_names = [k for k, v in read.items() if v is not None]
-        ctx.absent = ([k for k, v in kept.items() if v is None],
-                      [k for k, v in read.items() if v is None])
-        ctx.hooked = hooked
-        ctx.save_for_backward(*tensors, outputs[0],
-                              *(torch.from_numpy(kept[k]) for k in ctx.kept_names),
-                              *(torch.from_numpy(read[k]) for k in ctx.read_names))
+        given = {} if hooked else read
+        ctx.kept_names, ctx.read_names = list(kept), None if hooked else list(given)
+        ctx.save_for_backward(*tensors, outputs[0], *_over(kept.values()),
+                              *_over(given.values()))
         return outputs
 
     @staticmethod
@@ -202,13 +198,9 @@ class _Recurrent(torch.autograd.Function):
         saved = ctx.saved_tensors
         count = len(cell.forward_inputs)
         tensors, h = saved[:count], saved[count]
-        extra = iter(saved[count + 1:])
-        produced: dict[str, Any] = {"h": h.detach().numpy()}
-        produced.update({name: next(extra).detach().numpy() for name in ctx.kept_names})
-        produced.update(dict.fromkeys(ctx.absent[0]))
-        read = {name: next(extra).detach().numpy() for name in ctx.read_names}
-        read.update(dict.fromkeys(ctx.absent[1]))
-        inputs: dict[str, Any] | None = None if ctx.hooked else read
+        extra = (None if t is None else t.detach().numpy() for t in saved[count + 1:])
+        produced: dict[str, Any] = {"h": h.detach().numpy(), **dict(zip(ctx.kept_names, extra))}
+        inputs = None if ctx.read_names is None else dict(zip(ctx.read_names, extra))
         if inputs is None:  # saved-tensor hooks: the tensors they gave back
             arrays, _ = _kernel_arrays(cell, tensors, ctx.options)
             inputs = _ops.dense_inputs(cell, arrays, ctx.options)
@@ -237,6 +229,11 @@ class _Recurrent(torch.autograd.Function):
             results.append(torch.from_numpy(gradient if gradient.shape == tensor.shape
                                              else gradient.reshape(tensor.shape)))
         return tuple(results)
+
+
+def _over(arrays: Iterable[Any]) -> list[torch.Tensor | None]:
+    """Tensors over ``arrays``' memory (None stays None), to save for the backward."""
+    return [None if a is None else torch.from_numpy(a) for a in arrays]
 
 
 def _as_tensors(produced: dict[str, Any], cell: TorchCell) -> tuple[torch.Tensor, ...]:
