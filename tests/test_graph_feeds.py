@@ -4,6 +4,7 @@ bit for bit, and feeds that are refused with an error naming the placeholder."""
 from __future__ import annotations
 
 import contextlib
+from types import MappingProxyType
 
 import numpy as np
 import pytest
@@ -168,3 +169,13 @@ def test_feeding_a_non_placeholder_is_rejected(rng):
     const = g.constant(1.0, shape=(2,), dataType=rg.float32)
     with pytest.raises(ValueError, match="not a placeholder"):
         g.run(feeds={const: np.zeros(2, np.float32)}, targetTensors=[const])
+
+
+def test_feeds_may_be_any_mapping(rng):
+    """A read-only mapping (a MappingProxyType, a frozen config) runs as its dict does."""
+    g, ph, (h,) = on_placeholders(CASE)
+    x = feeds(ph, draw_inputs(CASE, rng))
+    from_proxy = g.run(feeds=MappingProxyType(x), targetTensors=[h])[h]
+    np.testing.assert_array_equal(from_proxy, g.run(feeds=x, targetTensors=[h])[h])
+    with pytest.raises(TypeError, match="^run: feeds: expected a dict"):
+        g.run(feeds=list(x.items()), targetTensors=[h])

@@ -132,6 +132,13 @@ def test_tensors_of_a_deleted_graph_raise_a_clear_error(no_cycle_collector):
         other.singleGateRNN(x, recurrentWeight=np.eye(4, dtype=np.float32))
     with pytest.raises(ValueError, match="run: targetTensors: .*deleted"):
         other.run(feeds={}, targetTensors=[h])
+    doomed = rg.Graph()
+    v = doomed.variable(np.zeros(2), shape=[2], dataType=rg.float64)
+    step = doomed.assign(v, doomed.addition(v, 1.0))
+    del doomed, v
+    with pytest.raises(ValueError, match="run: targetOperations: .* belongs to a Graph that "
+                                         "was deleted"):
+        other.run(targetOperations=[step])
 
 
 def test_a_deep_copy_is_a_graph_of_its_own(rng, no_cycle_collector):

@@ -319,7 +319,7 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps, StateOps, ArithmeticOps, Activati
     def run(self, feeds: Mapping[Tensor, ArrayLike] | None = None,
             targetTensors: Sequence[Tensor] | None = None,
             targetOperations: Sequence[Operation] | None = None) -> dict[Tensor, NDArray[Any]]:
-        """Evaluate ``targetTensors`` (a list) given ``feeds`` (a dict {placeholder: array},
+        """Evaluate ``targetTensors`` (a list) given ``feeds`` (a dict or other Mapping {placeholder: array},
         each shaped like its placeholder), and run ``targetOperations`` (assigns); returns
         {Tensor: numpy.ndarray} for ``targetTensors``. Every read in a run sees the variables'
         values from before the run; its assigns take effect together when it ends.
@@ -331,7 +331,7 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps, StateOps, ArithmeticOps, Activati
         never warn (they state no dtype, as in NumPy's arithmetic), and integers fed to an
         integer placeholder are range-checked instead (``ValueError``)."""
         feeds = {} if feeds is None else feeds
-        if not isinstance(feeds, dict):
+        if not isinstance(feeds, Mapping):
             raise TypeError("run: feeds: expected a dict {placeholder Tensor: array}")
         if isinstance(targetTensors, Tensor) or (targetTensors is None and not targetOperations):
             raise TypeError("run: targetTensors: expected a list of Tensors")
@@ -388,7 +388,9 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps, StateOps, ArithmeticOps, Activati
                 raise TypeError("run: targetOperations: expected Operations (from assign), "
                                 f"got {type(op).__name__}")
             if not op.outputs or op.outputs[0]._graph is not self._ref:
-                raise ValueError(f"run: targetOperations: {op.name!r} belongs to another Graph")
+                owner = "a Graph that was deleted" if op.outputs and op.outputs[0]._graph() \
+                    is None else "another Graph"
+                raise ValueError(f"run: targetOperations: {op.name!r} belongs to {owner}")
             if op.kind != "assign":
                 raise ValueError(f"run: targetOperations: {op.name!r} is a {op.kind} op; only "
                                  "assign operations are run for their effect")

@@ -52,6 +52,18 @@ def test_integer_mean_truncates_toward_zero(dtype):
     assert got.tolist() == [[-3], [3], [-2], [5]]
 
 
+@pytest.mark.parametrize("dtype", INTS, ids=str)
+def test_integer_mean_of_a_sum_past_the_type_is_exact(dtype):
+    """The sum of three 2**62 (or 2**30) passes the type's range, their mean does not: it is
+    the exact truncated mean, as Python's integers compute it."""
+    big = 2**62 if dtype == rg.int64 else 2**30
+    x = np.array([[big, big, big], [-big, -big, 1 - big], [-7, 2, 0]], dtype.numpy)
+    got = run_op(lambda g, t: g.mean(t["x"], axes=[1]), {"x": x}, dtype)
+    totals = [sum(int(v) for v in row) for row in x]  # Python ints: no overflow
+    exact = [abs(t) // 3 * (1 if t >= 0 else -1) for t in totals]  # truncated toward zero
+    assert got.dtype == dtype.numpy and got.ravel().tolist() == exact == [big, 1 - big, -1]
+
+
 def test_integer_sum_keeps_int32():
     """NumPy would sum int32 in int64; the op keeps its dataType (and wraps like it)."""
     x = np.array([2**30, 2**30, 5], np.int32)
@@ -143,6 +155,8 @@ def test_reduction_sum_errors(graph):
         g.reductionSum(g.x, axes=[0, -3])
     with pytest.raises(TypeError, match="^reductionSum: axes: "):
         g.reductionSum(g.x, axes="01")
+    # one int under axes= is one axis, as mean and NumPy take it
+    assert g.reductionSum(g.x, axes=-1).shape == g.reductionSum(g.x, axis=1).shape == (2, 1)
     with pytest.raises(TypeError, match="^reductionSum: name: "):
         g.reductionSum(g.x, axis=0, name=0)
 

@@ -112,6 +112,8 @@ def test_expand_dims_and_squeeze(rng, dtype):
         "axis0": (g.expandDims(t, axis=0), (1, None, 1, 3), x[None]),
         "axis-1": (g.expandDims(t, axis=-1), (None, 1, 3, 1), x[..., None]),
         "axes": (g.expandDims(t, axes=[0, -1]), (1, None, 1, 3, 1), x[None, ..., None]),
+        "one int under axes": (g.expandDims(t, axes=-1), (None, 1, 3, 1), x[..., None]),
+        "squeeze one int under axes": (g.squeeze(t, axes=1), (None, 3), x[:, 0]),
         "squeeze": (g.squeeze(t, axis=1), (None, 3), x[:, 0]),
         "squeeze-1": (g.squeeze(t, axis=-2), (None, 3), x[:, 0]),
         "squeeze axes": (
@@ -400,7 +402,7 @@ def graph_with(shape=(2, 3, 4), dtype=rg.float32):
         (lambda g, x: g.expandDims(x, axis=[0]), TypeError, "expandDims: axis: expected an int"),
         (lambda g, x: g.expandDims(x, axes=[0, -5]), ValueError, "expandDims: axes: "),
         (lambda g, x: g.expandDims(x, axes=[0, -5 + 5]), ValueError, "expandDims: axes: repeated"),
-        (lambda g, x: g.expandDims(x, axes=3), TypeError, "expandDims: axes: expected a sequence"),
+        (lambda g, x: g.expandDims(x, axes=3.0), TypeError, "expandDims: axes: expected a sequence"),
         (
             lambda g, x: g.squeeze(x, axis=1),
             ValueError,

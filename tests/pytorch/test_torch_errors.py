@@ -163,6 +163,17 @@ def test_input_of_a_dtype_rnngraph_does_not_compute(dtype):
         op("lstm")(**raw_inputs("lstm") | {"source": torch.ones(5, 2, I, dtype=dtype)})
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("given", [None, torch.float32], ids=["like_module", "float32"])
+def test_a_module_of_a_dtype_rnngraph_does_not_compute_is_named(dtype, given):
+    """``.half()`` (or bfloat16) on the module: the error names the module's parameters and
+    the way back, whatever the input's dtype, rather than blaming the input."""
+    module = build("lstm").to(dtype)
+    with pytest.raises(TypeError, match=rf"^rnngraph\.torch\.LSTM: recurrentWeight: the "
+                                        rf"module's parameters are {dtype}; .*\.float\(\)"):
+        module(torch.ones(5, 2, I, dtype=given or dtype))
+
+
 LAYOUTS = {  # tensors the dispatcher sends to other backends than the CPU's dense one
     "sparse_coo": (lambda t: t.to_sparse(), r"layout torch\.sparse_coo"),
     "sparse_csr": (lambda t: t.reshape(-1, t.shape[-1]).to_sparse_csr(), r"layout torch\.sparse_csr"),

@@ -35,6 +35,25 @@ def test_a_module_traced_without_grad_follows_its_input(cell):
         torch.testing.assert_close(traced(x2)[0], expected, rtol=0, atol=0)
 
 
+@pytest.mark.parametrize("grad", [True, False], ids=["grad", "no_grad"])
+@pytest.mark.parametrize("cell", list(CELLS))
+def test_a_traced_module_passes_the_trace_check_and_trains(cell, grad):
+    """torch.jit.trace's default check traces again under no_grad: both traces must be one
+    graph. Traced in either grad mode, the module gives torch.nn's gradients afterwards."""
+    module = build(cell)
+    x1, _ = sample(module, seed=1)
+    x2, _ = sample(module, seed=2)
+    with torch.set_grad_enabled(grad), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch.jit is deprecated; tracer warnings
+        traced = torch.jit.trace(module, (x1,))  # check_trace=True: raises if graphs differ
+    traced(x2)[0].pow(2).sum().backward()
+    from_trace = [p.grad.clone() for p in module.parameters()]
+    module.zero_grad()
+    _output(module, x2, None).pow(2).sum().backward()
+    for got, expected in zip(from_trace, [p.grad for p in module.parameters()], strict=True):
+        torch.testing.assert_close(got, expected, rtol=0, atol=0)
+
+
 def _parameter_gradients(module, x0, hx, *, edit: bool, hooks: bool) -> list[torch.Tensor]:
     module.zero_grad()
     x = x0.clone().requires_grad_()
@@ -86,3 +105,28 @@ def test_forward_mode_ad_is_refused_not_zeroed(cell):
         torch.func.jvp(lambda a: raw(a, **inputs)[0], (source,), (torch.ones_like(source),))
     # outside a dual level the same calls run
     assert _output(module, x, hx).shape[0] == x.shape[0]
+
+
+@pytest.mark.parametrize("cell", list(CELLS))
+def test_batched_gradients_are_refused_by_name(cell):
+    """autograd's vmap of the cotangents reaches the backward kernel with batched tensors:
+    refused naming the op, by the module and the raw op; the looped jacobian works."""
+    module = build(cell)
+    x, _ = sample(module)
+    x.requires_grad_()
+    name = CELLS[cell].module.__name__
+    out = _output(module, x, None)
+    batched = torch.ones(2, *out.shape, dtype=out.dtype)
+    with pytest.raises(RuntimeError, match=rf"(?i)^rnngraph\.torch\.{name}: batched gradients"):
+        torch.autograd.grad(out, x, batched, is_grads_batched=True)
+    with pytest.raises(RuntimeError, match=rf"(?i)^rnngraph\.torch\.{name}: batched gradients"):
+        torch.autograd.functional.jacobian(lambda x: _output(module, x, None), x,
+                                           vectorize=True)
+    inputs = raw_inputs(cell)
+    inputs["source"].requires_grad_()
+    raw = getattr(torch.ops.rnngraph, cell)(**inputs)[0]
+    with pytest.raises(RuntimeError, match=r"^\w+: batched gradients"):
+        torch.autograd.grad(raw, inputs["source"], torch.ones(2, *raw.shape, dtype=raw.dtype),
+                            is_grads_batched=True)
+    jacobian = torch.autograd.functional.jacobian(lambda x: _output(module, x, None), x)
+    assert jacobian.shape == (*out.shape, *x.shape) and jacobian.abs().sum() > 0

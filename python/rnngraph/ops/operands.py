@@ -143,6 +143,8 @@ def axis_or_axes(op: str, axis: object, axes: object) -> tuple[str, list[object]
         raise TypeError(f"{op}: axis: expected axis= or axes=")
     if axis is not None:
         return "axis", [axis]
+    if is_integer(axes):  # one axis under axes=, as mean and NumPy take it
+        return "axes", [axes]
     if isinstance(axes, (str, bytes)) or not isinstance(axes, (Sequence, np.ndarray)):
         raise TypeError(f"{op}: axes: expected a sequence of int axes, got {axes!r}")
     return "axes", list(axes)

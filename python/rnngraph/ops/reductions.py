@@ -2,7 +2,8 @@
 ``reductionSum`` of ``[2, 3, 4]`` over ``axes=[0, 2]`` is ``[1, 3, 1]``.
 
 Both take float32, float64, int32 and int64 and keep the dataType. An integer sum wraps
-around like the type; an integer mean truncates toward zero, as integer division does.
+around like the type; an integer mean truncates toward zero, as integer division does, and
+is exact even where the sum would pass the type's range.
 """
 
 from __future__ import annotations
@@ -45,9 +46,15 @@ def _mean(x: NDArray[Any], axes: tuple[int, ...]) -> Any:
         return np.sum(x, axis=axes, keepdims=True, dtype=x.dtype) / count
     if count == 0:
         raise ValueError("mean: axes: the integer mean of no elements")
-    total = np.sum(x, axis=axes, keepdims=True, dtype=np.int64)
-    # truncation toward zero, as C's integer division
-    return np.where(total < 0, -(-total // count), total // count)
+    # The sum itself can pass int64's range where the mean cannot: with x = count·q + r
+    # (0 <= r < count), floor(sum/count) = Σq + floor(Σr / count), and neither Σq nor Σr
+    # (< count²) overflows.
+    quotients, remainders = np.divmod(x.astype(np.int64), count)
+    floor, rest = np.divmod(np.sum(remainders, axis=axes, keepdims=True, dtype=np.int64), count)
+    floor += np.sum(quotients, axis=axes, keepdims=True, dtype=np.int64)
+    # truncation toward zero, as C's integer division: a negative mean with a remainder is
+    # one above its floor
+    return floor + ((floor < 0) & (rest != 0))
 
 
 def _reduce(graph: GraphBuilder, op: str, label: str, value: Operand, axes: object,
@@ -68,10 +75,10 @@ def _reduce(graph: GraphBuilder, op: str, label: str, value: Operand, axes: obje
 
 class ReductionOps:
     def reductionSum(self: GraphBuilder, with_: Operand, *, axis: int | None = None,
-                     axes: list[int] | tuple[int, ...] | None = None,
+                     axes: list[int] | tuple[int, ...] | int | None = None,
                      name: str | None = None) -> Tensor:
         """The sum of ``with_`` over one ``axis`` or over ``axes`` (exactly one of the two;
-        ints in ``[-rank, rank)``, distinct). Returns ``with_``'s shape with the reduced axes
+        ints in ``[-rank, rank)``, distinct; one int under ``axes`` is one axis). Returns ``with_``'s shape with the reduced axes
         as size 1, and its dataType.
 
         ``reductionSum(x [2, 3, 4], axes=[0, 2])`` -> ``[1, 3, 1]``."""
@@ -82,9 +89,9 @@ class ReductionOps:
         return _reduce(self, "reductionSum", "with_", with_, given, label, name,
                        lambda x, found: np.sum(x, axis=found, keepdims=True, dtype=x.dtype))
 
-    def mean(self: GraphBuilder, of: Operand, *, axes: list[int] | tuple[int, ...],
+    def mean(self: GraphBuilder, of: Operand, *, axes: list[int] | tuple[int, ...] | int,
              name: str | None = None) -> Tensor:
-        """The mean of ``of`` over ``axes`` (distinct ints in ``[-rank, rank)``). Returns
+        """The mean of ``of`` over ``axes`` (distinct ints in ``[-rank, rank)``, or one int). Returns
         ``of``'s shape with the reduced axes as size 1, and its dataType (an integer mean
         truncates toward zero)."""
         return _reduce(self, "mean", "of", of, axes, "axes", name, _mean)

@@ -101,13 +101,14 @@ class ReshapingOps:
         return _permuted(self, "transposeTensor", name, x, tuple(order))
 
     def expandDims(self: GraphBuilder, tensor: Tensor | ArrayLike, *, axis: int | None = None,
-                   axes: Sequence[int] | None = None, name: str | None = None) -> Tensor:
+                   axes: Sequence[int] | int | None = None, name: str | None = None) -> Tensor:
         """``tensor`` with size-1 dimensions inserted: at ``axis``, or at each of ``axes``
         (positions in the result, as ``numpy.expand_dims`` reads them).
 
         Args:
             tensor: ``[d0, ..., d(r-1)]``, any type.
-            axis: in ``[-(r+1), r]``; or ``axes``: distinct, in ``[-(r+k), r+k)`` for k axes.
+            axis: in ``[-(r+1), r]``; or ``axes``: distinct, in ``[-(r+k), r+k)`` for k axes
+                (one int under ``axes`` is one axis).
         Returns:
             rank ``r + 1`` (``r + k``) with 1 at the new positions, same type.
         """
@@ -125,14 +126,15 @@ class ReshapingOps:
                       [(tuple(shape), x.dataType)], {"axes": positions, **VIEW})[0]
 
     def squeeze(self: GraphBuilder, tensor: Tensor | ArrayLike, *, axis: int | None = None,
-                axes: Sequence[int] | None = None, name: str | None = None) -> Tensor:
+                axes: Sequence[int] | int | None = None, name: str | None = None) -> Tensor:
         """``tensor`` without its size-1 dimensions: the one at ``axis``, those at ``axes``,
         or (neither given) all of them. A named dimension must have size 1 (checked at run
         time when unknown); squeezing all needs every dimension known.
 
         Args:
             tensor: ``[d0, ..., d(r-1)]``, any type.
-            axis: in ``[-r, r)``; or ``axes``: distinct, each in ``[-r, r)``; or neither.
+            axis: in ``[-r, r)``; or ``axes``: distinct, each in ``[-r, r)`` (or one int);
+                or neither.
         Returns:
             ``tensor``'s shape without those dimensions, same type.
         """

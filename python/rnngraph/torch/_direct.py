@@ -184,6 +184,7 @@ class _Recurrent(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx: Any, *grads: torch.Tensor | None) -> tuple[Any, ...]:
+        _ops.refuse_batched_gradients(ctx.cell.spec.name, grads, "rnngraph.torch.")
         if not torch.is_grad_enabled():  # (autograd's backward runs without grad mode)
             return _Recurrent._gradients(ctx, *grads)
         with torch.no_grad():  # create_graph=True: the results are marked instead
@@ -260,7 +261,10 @@ def call(cell: TorchCell, inputs: dict[str, torch.Tensor | None], options: dict[
     tensors = [inputs.get(label) for label in cell.forward_inputs]  # (None where absent)
     plain, requires_grad = _survey(tensors)
     recorded = requires_grad and torch.is_grad_enabled()  # (autograd records the call)
-    training = recorded if training is None else training
+    if training is None:
+        # A jit trace is one graph for both grad modes (torch.jit.trace's check traces again
+        # under no_grad): it saves zState whenever the inputs require grad.
+        training = requires_grad if torch._C._get_tracing_state() is not None else recorded
     if plain and _untraced():
         if training:
             outputs: tuple[torch.Tensor, ...]

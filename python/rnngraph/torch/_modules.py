@@ -142,6 +142,10 @@ class _RecurrentModule(nn.Module):
             raise TypeError(f"{where}: {label}: None; the module needs it (input_size="
                             f"{self.input_size}): assign an nn.Parameter of its shape")
         dtype = recurrent.dtype
+        if dtype not in (torch.float32, torch.float64):  # (the module's, not the input's)
+            raise TypeError(f"{where}: recurrentWeight: the module's parameters are {dtype}; "
+                            "rnngraph computes in float32 or float64: call .float() or "
+                            ".double() on the module")
         check_tensor(f"{where}: input", input, dtype)
         unbatched = input.dim() == 2
         source = input.unsqueeze(1) if unbatched else input

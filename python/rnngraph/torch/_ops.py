@@ -122,6 +122,19 @@ def refuse_forward_ad(op: str, prefix: str = "") -> None:
                            "torch.autograd.grad)")
 
 
+def refuse_batched_gradients(op: str, grads: Sequence[torch.Tensor | None],
+                             prefix: str = "") -> None:
+    """Batched cotangents (``torch.autograd.grad(is_grads_batched=True)``,
+    ``jacobian(vectorize=True)``: autograd's own vmap of the backward) are refused by name:
+    the backward kernel takes one cotangent per output, and torch's message would name only
+    its internal op. ``prefix`` as in ``refuse_forward_ad``."""
+    if any(g is not None and torch._C._functorch.is_legacy_batchedtensor(g) for g in grads):
+        raise RuntimeError(f"{prefix}{op}: batched gradients (autograd.grad(is_grads_batched="
+                           "True), jacobian(vectorize=True)) are not supported: the backward "
+                           "kernel takes one cotangent; loop over them, or use "
+                           "jacobian(vectorize=False)")
+
+
 # --- kernels -------------------------------------------------------------------------------
 
 def forward_on_arrays(cell: TorchCell, arrays: dict[str, Any], bound: dict[str, Any],
@@ -318,6 +331,7 @@ def _gradient_op(cell: TorchCell, arguments: dict[str, Any]) -> Sequence[torch.T
 
 def _backward(cell: TorchCell, ctx: Any, *grads: torch.Tensor | None) -> tuple[Any, ...]:
     check_training(cell, ctx.training)
+    refuse_batched_gradients(cell.spec.name, grads)
     saved = ctx.saved_tensors
     count = len(cell.forward_inputs)
     inputs = dict(zip(cell.forward_inputs, saved[:count]))
