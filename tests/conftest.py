@@ -1,14 +1,26 @@
 """Shared fixtures; the run ends with the worst finite-difference error seen, overall and per
-gradient rule of the Graph's ops (tests/graph_ops' checks through ``Graph.gradients``)."""
+gradient rule of the Graph's ops (tests/graph_ops' checks through ``Graph.gradients``).
+Every test module leaves rnngraph's own workers in charge, whatever order modules run in."""
 
 from __future__ import annotations
 
+import sys
 import zlib
 
 import numpy as np
 import pytest
 
 from toolkit import WORST, WORST_BY_RULE
+
+
+@pytest.fixture(scope="module", autouse=True)
+def rnngraphs_own_workers_after_the_module():
+    """Importing rnngraph.torch puts every rnngraph call of the process on torch's OpenMP
+    threads; tests/test_runtime.py and others check rnngraph's own runtime, so each module
+    that imported it hands the pool back when it ends."""
+    yield
+    if "rnngraph.torch" in sys.modules:
+        sys.modules["rnngraph.torch"].set_thread_pool("rnngraph")
 
 
 @pytest.fixture

@@ -19,13 +19,11 @@ GATES = {"single_gate_rnn": 1, "lstm": 4, "gru": 3}
 
 @pytest.fixture(scope="module", autouse=True)
 def torch_pool_in_this_module():
-    """Each test module here runs with rnngraph.torch's default pool (torch's threads) and
-    leaves rnngraph's own workers in charge after it."""
+    """Each test module here runs with rnngraph.torch's default pool (torch's threads); the
+    top conftest's module fixture leaves rnngraph's own workers in charge after it."""
     import rnngraph.torch
 
     rnngraph.torch.set_thread_pool("torch")
-    yield
-    rnngraph.torch.set_thread_pool("rnngraph")
 REFERENCES = {"single_gate_rnn": reference.single_gate_rnn, "lstm": reference.lstm,
               "gru": reference.gru}
 
