@@ -319,8 +319,8 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps, StateOps, ArithmeticOps, Activati
     def run(self, feeds: Mapping[Tensor, ArrayLike] | None = None,
             targetTensors: Sequence[Tensor] | None = None,
             targetOperations: Sequence[Operation] | None = None) -> dict[Tensor, NDArray[Any]]:
-        """Evaluate ``targetTensors`` (a list) given ``feeds`` (a dict or other Mapping {placeholder: array},
-        each shaped like its placeholder), and run ``targetOperations`` (assigns); returns
+        """Evaluate ``targetTensors`` (a list) given ``feeds`` (a dict or other Mapping
+        {placeholder: array}, each shaped like its placeholder), and run ``targetOperations`` (assigns); returns
         {Tensor: numpy.ndarray} for ``targetTensors``. Every read in a run sees the variables'
         values from before the run; its assigns take effect together when it ends.
 
@@ -387,10 +387,10 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps, StateOps, ArithmeticOps, Activati
             if not isinstance(op, Operation):
                 raise TypeError("run: targetOperations: expected Operations (from assign), "
                                 f"got {type(op).__name__}")
-            if not op.outputs or op.outputs[0]._graph is not self._ref:
-                owner = "a Graph that was deleted" if op.outputs and op.outputs[0]._graph() \
-                    is None else "another Graph"
-                raise ValueError(f"run: targetOperations: {op.name!r} belongs to {owner}")
+            if not op.outputs:
+                raise ValueError(f"run: targetOperations: {op.name!r} belongs to another Graph")
+            if op.outputs[0]._graph is not self._ref:
+                self._own(op.outputs[0], "run: targetOperations")  # (says which Graph)
             if op.kind != "assign":
                 raise ValueError(f"run: targetOperations: {op.name!r} is a {op.kind} op; only "
                                  "assign operations are run for their effect")

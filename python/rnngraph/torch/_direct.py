@@ -39,10 +39,15 @@ def eager(tensors: Sequence[torch.Tensor | None]) -> bool:
     return _untraced() and _survey(tensors)[0]
 
 
+def _jit_tracing() -> bool:
+    """Whether torch.jit.trace is recording."""
+    return torch._C._get_tracing_state() is not None
+
+
 def _untraced() -> bool:
     """No tracing system (torch.compile, torch.jit.trace, which would record the kernel's
     result as a constant), dispatch mode or torch.func transform needs to see an op."""
-    return not (torch.compiler.is_compiling() or torch._C._get_tracing_state() is not None
+    return not (torch.compiler.is_compiling() or _jit_tracing()
                 or _get_current_dispatch_mode() is not None
                 or torch._C._are_functorch_transforms_active())  # vmap, grad: their wrappers
 
@@ -264,7 +269,7 @@ def call(cell: TorchCell, inputs: dict[str, torch.Tensor | None], options: dict[
     if training is None:
         # A jit trace is one graph for both grad modes (torch.jit.trace's check traces again
         # under no_grad): it saves zState whenever the inputs require grad.
-        training = requires_grad if torch._C._get_tracing_state() is not None else recorded
+        training = requires_grad if _jit_tracing() else recorded
     if plain and _untraced():
         if training:
             outputs: tuple[torch.Tensor, ...]

@@ -19,7 +19,7 @@ from torch import nn
 from rnngraph.descriptors import GRUDescriptor, LSTMDescriptor, SingleGateRNNDescriptor
 from rnngraph.ops.arguments import is_integer
 from rnngraph.torch import _cells, _convert, _direct
-from rnngraph.torch._arrays import check_tensor
+from rnngraph.torch._arrays import FLOATS, check_tensor
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -142,7 +142,7 @@ class _RecurrentModule(nn.Module):
             raise TypeError(f"{where}: {label}: None; the module needs it (input_size="
                             f"{self.input_size}): assign an nn.Parameter of its shape")
         dtype = recurrent.dtype
-        if dtype not in (torch.float32, torch.float64):  # (the module's, not the input's)
+        if dtype not in FLOATS:  # (the module's, not the input's)
             raise TypeError(f"{where}: recurrentWeight: the module's parameters are {dtype}; "
                             "rnngraph computes in float32 or float64: call .float() or "
                             ".double() on the module")
