@@ -1,0 +1,136 @@
+"""How much CPU each of a library's threads gets while it runs a row back to back, idle and
+beside K busy processes: a profile of the under-load rows (issue: a parallel runtime that
+keeps its speed under load).
+
+    python3 benchmarks/thread_shares.py --rows 3,4 --threads 2 --under-load 1 [--seconds 2]
+                                        [--libraries rnngraph,ort]
+
+Each (library, row) runs in a fresh process of its own. It times the row's call back to back
+for --seconds idle, then again while K busy processes (load.busy) run, and reads each of its
+threads' CPU time and context switches from /proc before and after each phase. Prints, per
+phase, the median call and every thread that ran: its share of the phase's wall time (100 %:
+a whole CPU), and its voluntary (it waited: futex, yield) and involuntary (the scheduler took
+its CPU) switches per call. The last line is the JSON of every measurement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from load import busy
+from rows import BY_ID, parse_rows
+from script_child import die_with_parent, run_json
+
+HERE = Path(__file__).resolve().parent
+TICK_S = 1 / os.sysconf("SC_CLK_TCK")
+
+
+def thread_counters() -> dict[str, tuple[float, int, int]]:
+    """{thread id: (CPU seconds, voluntary switches, involuntary switches)} of this process."""
+    out = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            stat = Path(f"/proc/self/task/{tid}/stat").read_text().rpartition(")")[2].split()
+            status = Path(f"/proc/self/task/{tid}/status").read_text()
+        except OSError:  # the thread ended meanwhile
+            continue
+        switches = {line.split(":")[0]: int(line.split()[1]) for line in status.splitlines()
+                    if line.endswith(tuple("0123456789")) and "ctxt_switches" in line}
+        out[tid] = ((int(stat[11]) + int(stat[12])) * TICK_S,
+                    switches["voluntary_ctxt_switches"], switches["nonvoluntary_ctxt_switches"])
+    return out
+
+
+def phase(step, seconds: float) -> dict:
+    """The row's call back to back for ``seconds``: median ms, and each thread's share."""
+    for _ in range(20):
+        step()
+    before = thread_counters()
+    times = []
+    start = time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        t = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - t)
+    wall = time.perf_counter() - start
+    after = thread_counters()
+    threads = []
+    for tid, (cpu, vol, inv) in after.items():
+        cpu0, vol0, inv0 = before.get(tid, (0.0, 0, 0))
+        if cpu - cpu0 > 0 or vol - vol0 or inv - inv0:
+            threads.append({"tid": int(tid), "main": int(tid) == os.getpid(),
+                            "cpu_share": (cpu - cpu0) / wall,
+                            "voluntary_per_call": (vol - vol0) / len(times),
+                            "involuntary_per_call": (inv - inv0) / len(times)})
+    threads.sort(key=lambda t: (not t["main"], -t["cpu_share"]))
+    return {"median_ms": statistics.median(times) * 1e3, "calls": len(times), "threads": threads}
+
+
+def child(library: str, row_id: int, threads: int, k: int, seconds: float) -> dict:
+    """One (library, row): idle, then beside ``k`` busy processes."""
+    row = BY_ID[row_id]
+    if library == "rnngraph":
+        import ours
+
+        import rnngraph
+
+        rnngraph.set_num_threads(threads)
+        step = ours.make_step(row)
+    else:
+        import peers
+
+        step = peers.ort_step(row, threads)
+    record = {"library": library, "row": row_id, "threads": threads, "k": k,
+              "idle": phase(step, seconds)}
+    with busy(k):
+        time.sleep(0.5)  # the spinners settle on the CPUs
+        record["loaded"] = phase(step, seconds)
+    return record
+
+
+def report(records: list[dict]) -> None:
+    print("| row | library | phase | median ms | threads: CPU share, voluntary / involuntary "
+          "switches per call (main thread first) |")
+    print("|---|---|---|---|---|")
+    for r in records:
+        for name in ("idle", "loaded"):
+            p = r[name]
+            shares = "; ".join(f"{t['cpu_share']:.0%}, {t['voluntary_per_call']:.2f} / "
+                               f"{t['involuntary_per_call']:.2f}" for t in p["threads"])
+            label = name if name == "idle" else f"beside {r['k']} busy"
+            print(f"| {r['row']} | {r['library']} | {label} | {p['median_ms']:.3g} | {shares} |")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--rows", default="3,4")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--under-load", type=int, default=1, metavar="K")
+    p.add_argument("--seconds", type=float, default=2.0)
+    p.add_argument("--libraries", default="rnngraph,ort")
+    p.add_argument("--child", help=argparse.SUPPRESS)  # library:row, run in this process
+    args = p.parse_args()
+    if args.child:
+        die_with_parent()
+        library, row = args.child.split(":")
+        print(json.dumps(child(library, int(row), args.threads, args.under_load, args.seconds)))
+        return
+    records = []
+    for row in parse_rows(args.rows):
+        for library in args.libraries.split(","):
+            records.append(run_json(HERE / "thread_shares.py", [
+                "--child", f"{library}:{row.id}", "--threads", str(args.threads),
+                "--under-load", str(args.under_load), "--seconds", str(args.seconds)],
+                timeout_s=120 + 4 * args.seconds))
+    report(records)
+    print(json.dumps(records), file=sys.stdout)
+
+
+if __name__ == "__main__":
+    main()
