@@ -4,7 +4,7 @@
         --rows 2,4,5 --rounds 4 --loads 0,1,2
 
 Each build is a directory made with ``pip install --target DIR .`` from a tree that differs
-in one constant (e.g. tuning::kPhaseYieldUs). For each load K the busy processes run for the
+in one constant (e.g. tuning::kPhasePatienceUs). For each load K the busy processes run for the
 whole phase (load.busy), and every round runs each build in its own process (ab_sweep.py),
 alternating the order from round to round. Prints, per K, ab_summary.py's table: per
 row@threads each build's median of the rounds' medians (ms), then every round's median.
@@ -27,12 +27,17 @@ HERE = Path(__file__).resolve().parent
 
 
 def one_process(build: str, threads: str, rows: str) -> dict:
-    """ab_sweep.py's record for one process of ``build``, labelled by its directory's name."""
+    """ab_sweep.py's record for one process of ``build``, labelled by its directory's name.
+    RuntimeError if that process imported an rnngraph from elsewhere (a build that failed
+    leaves no package there, and Python then finds the installed one)."""
     env = dict(os.environ, PYTHONPATH=build)
     label = Path(build).name
     result = subprocess.run([sys.executable, str(HERE / "ab_sweep.py"), label, threads, rows],
                             env=env, capture_output=True, text=True, check=True)
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    record = json.loads(result.stdout.strip().splitlines()[-1])
+    if not Path(record["file"]).resolve().is_relative_to(Path(build).resolve()):
+        raise RuntimeError(f"{build}: the process imported {record['file']}, not this build")
+    return record
 
 
 def main() -> None:

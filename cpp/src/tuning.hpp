@@ -262,9 +262,10 @@ constexpr Index kStepProjectionRows = 1;
 // 16 0.087 / 0.162; at 4 threads row 3 0.321 / 0.282 and the others within the rounds' spread.
 constexpr Index kSingleStepUnitRows = 16;
 // A thread that has no item left in a phase spins this long for the phase to end (the other
-// threads' items of one step take a few to a few tens of microseconds), then yields its core
-// for kPhaseYieldUs (a descheduled thread holding an item may get it), then sleeps until
-// the phase ends. 2-core machine, 2 threads, medians of rows 2 / 4 / 5 in ms (`ab.py`-style
+// threads' items of one step take a few to a few tens of microseconds); for kPhasePatienceUs
+// more it yields its core while a thread still running the phase's items claimed them on
+// that core (descheduled, it may get it back) and spins otherwise; then it sleeps until the
+// phase ends (runtime/job.cpp). 2-core machine, 2 threads, medians of rows 2 / 4 / 5 in ms (`ab.py`-style
 // runs of ours.make_step; idle, then under two busy processes, then right after PyTorch,
 // ONNX Runtime and NumPy ran, benchmarks/neighbours.py):
 //   spin 50 µs, yield 300 µs:  idle 0.045 / 0.73 / 5.1  loaded 0.066 / 1.29 / 9.0  after 0.55 / 1.64 / 10.8
@@ -275,9 +276,20 @@ constexpr Index kSingleStepUnitRows = 16;
 // the next.) Again on a 2-core AVX2 Zen 3 with Linux 6.18's EEVDF scheduler, where a yield
 // may give the core away for a whole slice: no yield, or a 300 µs spin without one, was
 // faster in no round, idle or beside 1 or 2 busy processes (rows 2, 4, 5; results/
-// phase-wait-ab-2cores-epyc-avx2-2026-11-29.txt).
+// phase-wait-ab-2cores-epyc-avx2-2026-11-29.txt). Yielding only while a thread that claimed
+// items of the phase last ran on the waiter's core, spinning otherwise (a yield there hands
+// the core to a busy process for a slice while the items' thread runs elsewhere): same
+// machine, 5 alternating rounds, medians of rows 2 / 3 / 4 / 5 in ms, yielding always /
+// only beside such a thread:
+//   idle            0.089 / 0.077  0.631 / 0.581  1.48 / 1.62  17.7 / 14.9
+//   beside 1 busy   0.140 / 0.140  1.12 / 1.05    2.98 / 2.79  32.2 / 28.8
+//   beside 2 busy   0.093 / 0.087  1.04 / 0.578   5.22 / 1.89  36.8 / 35.0
+// (beside 2 busy processes row 4 faster in every round, 1.64-2.92 against 4.24-5.90 ms; the
+// rounds of every other cell overlap). On the 16-core machine, 4 rounds, rows 2-6 at 8 and
+// 16 threads idle and at 16 beside 8 busy processes, train rows 8 and 12 at 16: every cell
+// within the rounds' spread (results/phase-wait-beside-ab-2cores-epyc-avx2-2026-11-30.txt).
 constexpr long kPhaseSpinUs = 50;
-constexpr long kPhaseYieldUs = 300;
+constexpr long kPhasePatienceUs = 300;
 // A thread out of items takes the last unclaimed item of another slot's share at once. Tried
 // and rejected: leaving it to its owner until the owner had not claimed for twice the
 // thief's item time, so that an owner a little behind keeps its slice of R in its cache. On

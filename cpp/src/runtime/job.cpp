@@ -1,6 +1,7 @@
 #include "runtime/job.hpp"
 
 #include <algorithm>
+#include <sched.h>
 #include <stdexcept>
 #include <utility>
 
@@ -134,7 +135,11 @@ void Job::work(int slot) {
     const std::uint32_t phase = phase_.load();
     if (Index(phase) >= work_.phases) return;
     Index first = 0, last = 0;
+    Share& mine = shares_[static_cast<size_t>(slot)];
+    bool claimed = false;  // once per phase: where this thread runs its items (Share::running_on)
     while (claim(slot, phase, first, last)) {
+      if (!claimed) mine.running_on.store(sched_getcpu(), std::memory_order_relaxed);
+      claimed = true;
       if (!failed_.load(std::memory_order_relaxed)) {
         try {
           work_.run(phase, first, last, slot);
@@ -144,8 +149,27 @@ void Job::work(int slot) {
       }
       finish_items(phase, last - first);
     }
-    phase_.wait_while(phase, tuning::kPhaseSpinUs, tuning::kPhaseYieldUs);
+    if (claimed) mine.running_on.store(-1, std::memory_order_relaxed);
+    phase_.wait_while(phase, tuning::kPhaseSpinUs, tuning::kPhasePatienceUs,
+                      [&] { return item_runs_beside(slot); });
   }
+}
+
+// Whether another slot's thread, still running items of the current phase, claimed them on
+// the core this thread is on: one the OS has descheduled to run this one, which this thread
+// holds back unless it yields. A thread the OS has moved meanwhile is found on its old core
+// (so this one may spin for kPhasePatienceUs where it could have yielded, or yield where it
+// could have spun).
+bool Job::item_runs_beside(int slot) const {
+  const int cpu = sched_getcpu();
+  if (cpu < 0) return true;  // unknown: yield, as a waiter always did before
+  for (size_t o = 0; o < shares_.size(); ++o) {
+    if (static_cast<int>(o) != slot &&
+        shares_[o].running_on.load(std::memory_order_relaxed) == cpu) {
+      return true;
+    }
+  }
+  return false;
 }
 
 void Job::rethrow_first_error() const {

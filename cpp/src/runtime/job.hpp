@@ -9,7 +9,9 @@
 // machine each thread keeps working on the same slice of the weights (which stays in its
 // cache). A thread that has run out of its own share takes the unclaimed items of the share
 // with the most left, from the other end: a slot whose thread the OS has descheduled, or
-// that no worker has joined, is finished by the others.
+// that no worker has joined, is finished by the others. A thread out of items waits for the
+// phase's last ones (Job::work): it gives its core away only while a thread still running
+// some claimed them on that core.
 #pragma once
 
 #include <atomic>
@@ -67,6 +69,9 @@ class Job {
   struct alignas(64) Share {
     std::atomic<std::uint64_t> range{0};
     std::atomic<bool> taken{false};  // a worker holds this slot (Job::join)
+    // The CPU its thread ran on when it claimed its first item of the current phase, until it
+    // has run out of items there; -1: none.
+    std::atomic<int> running_on{-1};
   };
   static constexpr Index kMaxItems = 0xFFFF;
 
@@ -75,6 +80,7 @@ class Job {
   void open_phase(Index phase);
   void finish_items(std::uint32_t phase, Index count);
   void record_error();
+  bool item_runs_beside(int slot) const;
 
   JobWork work_;
   std::vector<Share> shares_;

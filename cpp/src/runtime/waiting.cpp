@@ -55,15 +55,10 @@ long long now_us() {
       .count();
 }
 
-std::uint32_t WaitWord::wait_while(std::uint32_t seen, long spin_us, long yield_us) const {
+void yield_core() { sched_yield(); }
+
+std::uint32_t WaitWord::sleep_while(std::uint32_t seen) const {
   std::uint32_t now = seen;
-  auto changed = [&] { return (now = load()) != seen; };
-  if (spin_until(changed, spin_us)) return now;
-  const long long start = now_us();
-  while (now_us() - start < yield_us) {
-    if (changed()) return now;
-    sched_yield();
-  }
   sleepers_.fetch_add(1, std::memory_order_seq_cst);
   while ((now = value_.load(std::memory_order_seq_cst)) == seen) futex_wait(&value_, seen);
   sleepers_.fetch_sub(1, std::memory_order_relaxed);
