@@ -19,32 +19,22 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import time
 from pathlib import Path
 
 from load import busy
 from rows import BY_ID, parse_rows
 from script_child import die_with_parent, run_json
+from settle import thread_cpu_ns, thread_switches
 
 HERE = Path(__file__).resolve().parent
-TICK_S = 1 / os.sysconf("SC_CLK_TCK")
 
 
-def thread_counters() -> dict[str, tuple[float, int, int]]:
-    """{thread id: (CPU seconds, voluntary switches, involuntary switches)} of this process."""
-    out = {}
-    for tid in os.listdir("/proc/self/task"):
-        try:
-            stat = Path(f"/proc/self/task/{tid}/stat").read_text().rpartition(")")[2].split()
-            status = Path(f"/proc/self/task/{tid}/status").read_text()
-        except OSError:  # the thread ended meanwhile
-            continue
-        switches = {line.split(":")[0]: int(line.split()[1]) for line in status.splitlines()
-                    if line.endswith(tuple("0123456789")) and "ctxt_switches" in line}
-        out[tid] = ((int(stat[11]) + int(stat[12])) * TICK_S,
-                    switches["voluntary_ctxt_switches"], switches["nonvoluntary_ctxt_switches"])
-    return out
+def thread_counters() -> dict[int, tuple[float, int, int]]:
+    """{thread id: (CPU seconds, voluntary switches, involuntary switches)} of this process's
+    live threads (settle.py's readers of /proc/self/task)."""
+    cpu, switches = thread_cpu_ns(), thread_switches()
+    return {tid: (ns / 1e9, *switches[tid]) for tid, ns in cpu.items() if tid in switches}
 
 
 def phase(step, seconds: float) -> dict:
@@ -64,7 +54,7 @@ def phase(step, seconds: float) -> dict:
     for tid, (cpu, vol, inv) in after.items():
         cpu0, vol0, inv0 = before.get(tid, (0.0, 0, 0))
         if cpu - cpu0 > 0 or vol - vol0 or inv - inv0:
-            threads.append({"tid": int(tid), "main": int(tid) == os.getpid(),
+            threads.append({"tid": tid, "main": tid == os.getpid(),
                             "cpu_share": (cpu - cpu0) / wall,
                             "voluntary_per_call": (vol - vol0) / len(times),
                             "involuntary_per_call": (inv - inv0) / len(times)})
@@ -129,7 +119,7 @@ def main() -> None:
                 "--under-load", str(args.under_load), "--seconds", str(args.seconds)],
                 timeout_s=120 + 4 * args.seconds))
     report(records)
-    print(json.dumps(records), file=sys.stdout)
+    print(json.dumps(records))
 
 
 if __name__ == "__main__":

@@ -33,6 +33,6 @@ def test_a_busy_helper_thread_is_seen_with_its_share():
 
 def test_the_counters_list_every_thread_of_the_process():
     counters = thread_shares.thread_counters()
-    assert str(threading.get_native_id()) in counters
-    cpu, voluntary, involuntary = counters[str(threading.get_native_id())]
+    assert threading.get_native_id() in counters
+    cpu, voluntary, involuntary = counters[threading.get_native_id()]
     assert cpu >= 0 and voluntary >= 0 and involuntary >= 0

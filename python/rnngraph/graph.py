@@ -320,9 +320,10 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps, StateOps, ArithmeticOps, Activati
             targetTensors: Sequence[Tensor] | None = None,
             targetOperations: Sequence[Operation] | None = None) -> dict[Tensor, NDArray[Any]]:
         """Evaluate ``targetTensors`` (a list) given ``feeds`` (a dict or other Mapping
-        {placeholder: array}, each shaped like its placeholder), and run ``targetOperations`` (assigns); returns
-        {Tensor: numpy.ndarray} for ``targetTensors``. Every read in a run sees the variables'
-        values from before the run; its assigns take effect together when it ends.
+        {placeholder: array}, each shaped like its placeholder), and run
+        ``targetOperations`` (assigns); returns {Tensor: numpy.ndarray} for ``targetTensors``.
+        Every read in a run sees the variables' values from before the run; its assigns take
+        effect together when it ends.
 
         A feed may be any real array-like; it is converted to its placeholder's dataType.
         A conversion that can lose precision warns (``UserWarning``), once per placeholder of
