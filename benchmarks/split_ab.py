@@ -7,11 +7,13 @@ steps how a team runs each forward step (team_loops.hpp, steps_by_units; only wh
 is a team, so its default values force split=team too), --path threshold a parallel site's
 threshold (tuning.hpp; e.g. team=262144 for a smaller team, "auto" for the defaults). A value
 may also name several paths (or sites) at once, as path=value pairs joined by commas.
+--under-load K measures beside K busy processes (load.py).
 
     python3 benchmarks/split_ab.py --rows 10,13 --threads 8 --splits auto team rows --rounds 4
     python3 benchmarks/split_ab.py --path sweep --splits alternating ascending --rows 4,5,6
     python3 benchmarks/split_ab.py --rows 10 --splits auto split=team,steps=units split=team
     python3 benchmarks/split_ab.py --rows 2 --path threshold --splits auto team=65536 team=262144
+    python3 benchmarks/split_ab.py --rows 4,6 --threads 2 --path sweep --under-load 1
 
 Prints per (row, threads, path) the median of each round's median, in ms, and the rounds.
 """
@@ -19,8 +21,10 @@ Prints per (row, threads, path) the median of each round's median, in ms, and th
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 
+from load import busy
 from ours import make_step, move_thresholds
 from rows import parse_rows
 from timing import measure
@@ -64,12 +68,20 @@ def main() -> None:
                    help="the values of --path to compare (default: each path's own, DEFAULTS)")
     p.add_argument("--rounds", type=int, default=4)
     p.add_argument("--budget", type=float, default=1.5, help="seconds per measurement")
+    p.add_argument("--under-load", type=int, default=0, metavar="K",
+                   help="measure beside K busy processes")
     a = p.parse_args()
     a.splits = a.splits or DEFAULTS[a.path]
     try:
         settings = {value: forced(a.path, value) for value in a.splits}
     except ValueError:
         p.error("--splits: a value is a path's value or path=value pairs joined by commas")
+    with busy(a.under_load) if a.under_load else contextlib.nullcontext():
+        compare(a, settings)
+
+
+def compare(a: argparse.Namespace, settings: dict[str, dict[str, str]]) -> None:
+    """Each row at each thread count with each setting, alternating, a.rounds times."""
     for n in a.threads:
         rg.set_num_threads(n)
         for row in parse_rows(a.rows):

@@ -1,5 +1,6 @@
 """benchmarks/split_ab.py: the settings each value of --splits puts in force, and their undoing."""
 
+import contextlib
 import sys
 from pathlib import Path
 
@@ -48,3 +49,23 @@ def test_forced_paths_come_back():
         assert core._forced_paths() == before
     finally:
         core._force_paths()
+
+
+def test_under_load_compares_beside_busy_processes(monkeypatch):
+    seen = []
+
+    @contextlib.contextmanager
+    def busy(k):
+        seen.append(("busy", k))
+        yield
+        seen.append(("stopped", k))
+
+    monkeypatch.setattr(split_ab, "busy", busy)
+    monkeypatch.setattr(split_ab, "compare", lambda a, settings: seen.append(("compare", a.rows)))
+    monkeypatch.setattr(sys, "argv", ["split_ab.py", "--rows", "4", "--under-load", "2"])
+    split_ab.main()
+    assert seen == [("busy", 2), ("compare", "4"), ("stopped", 2)]
+    seen.clear()
+    monkeypatch.setattr(sys, "argv", ["split_ab.py", "--rows", "4"])
+    split_ab.main()
+    assert seen == [("compare", "4")]
