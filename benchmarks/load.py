@@ -54,7 +54,8 @@ class Load:
             self.processes.append(subprocess.Popen(
                 [sys.executable, "-c", code], stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        time.sleep(0.5)  # the interpreters start and begin to spin
+        if self.processes:
+            time.sleep(0.5)  # the interpreters start and begin to spin
         dead = [p.pid for p in self.processes if p.poll() is not None]
         if dead:
             self.stop()
@@ -86,7 +87,8 @@ class Load:
 
 @contextlib.contextmanager
 def busy(k: int) -> Iterator[Load]:
-    """K busy processes while the ``with`` block runs, killed however it ends."""
+    """K busy processes while the ``with`` block runs, killed however it ends (none, and no
+    wait, for K = 0)."""
     load = Load(k)
     try:
         load.start()

@@ -21,7 +21,6 @@ Prints per (row, threads, path) the median of each round's median, in ms, and th
 from __future__ import annotations
 
 import argparse
-import contextlib
 import statistics
 
 from load import busy
@@ -76,7 +75,7 @@ def main() -> None:
         settings = {value: forced(a.path, value) for value in a.splits}
     except ValueError:
         p.error("--splits: a value is a path's value or path=value pairs joined by commas")
-    with busy(a.under_load) if a.under_load else contextlib.nullcontext():
+    with busy(a.under_load):
         compare(a, settings)
 
 

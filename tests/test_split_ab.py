@@ -68,4 +68,16 @@ def test_under_load_compares_beside_busy_processes(monkeypatch):
     seen.clear()
     monkeypatch.setattr(sys, "argv", ["split_ab.py", "--rows", "4"])
     split_ab.main()
-    assert seen == [("compare", "4")]
+    assert seen == [("busy", 0), ("compare", "4"), ("stopped", 0)]  # no busy processes
+
+
+def test_no_load_starts_nothing_and_does_not_wait():
+    import time
+
+    from load import busy
+
+    start = time.perf_counter()
+    with busy(0) as load:
+        assert load.processes == []
+    assert time.perf_counter() - start < 0.25
+    assert load.record()["spinners"] == []
