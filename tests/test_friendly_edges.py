@@ -190,6 +190,33 @@ def test_a_float64_array_given_to_a_float32_recurrent_op_warns_at_build_time(cel
         build(x64, recurrentWeight=np.zeros((G * 2, 2)), inputWeight=np.zeros((G * 2, 4)))
 
 
+@pytest.mark.parametrize("dtype", [">f8", np.longdouble, ">f4", np.float16])
+def test_an_array_source_of_any_byte_order_keeps_its_precision(dtype):
+    """An array's dataType, for a constant or an op's array source, is float64 for a float of
+    8 bytes or more in either byte order (a big-endian float64 was made float32, silently),
+    float32 for narrower ones; a long double made float64 warns that it loses precision."""
+    rng = np.random.default_rng(0)
+    x, R, W = rng.standard_normal((3, 2, 4)), rng.standard_normal((8, 2)), rng.standard_normal((8, 4))
+    wide = np.dtype(dtype).itemsize >= 8
+    expected = rg.float64 if wide else rg.float32
+    g = rg.Graph()
+    assert g.constant(x.astype(dtype)).dataType == expected
+    lossy = np.dtype(dtype).itemsize > 8
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        h, = g.LSTM(x.astype(dtype), recurrentWeight=R.astype(expected.numpy),
+                    inputWeight=W.astype(expected.numpy))
+    assert h.dataType == expected
+    assert [str(w.message).split(":")[1].strip() for w in caught] == (["source"] if lossy else [])
+    got = g.run(targetTensors=[h])[h]
+    native = rg.Graph()
+    want, = native.LSTM(x.astype(dtype).astype(expected.numpy),
+                        recurrentWeight=R.astype(expected.numpy),
+                        inputWeight=W.astype(expected.numpy))
+    assert got.dtype == expected.numpy
+    assert np.array_equal(got, native.run(targetTensors=[want])[want])
+
+
 def test_the_readme_example_feeds_the_placeholders_dtype():
     text = (ROOT / "README.md").read_text()
     example = re.search(r"```python\n(.*?)```", text, re.DOTALL)

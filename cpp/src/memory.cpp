@@ -116,21 +116,53 @@ void unlock_in_child() {
 
 }  // namespace
 
-AllocationError::AllocationError(std::size_t bytes)
+AllocationError::AllocationError(std::size_t bytes, std::size_t available)
     : bytes_(bytes),
-      message_("could not allocate " + std::to_string(bytes) + " bytes (" +
-               std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB)") {}
+      message_("could not allocate " + std::to_string(bytes) + " bytes (" + mib(bytes) + ")" +
+               (available ? ", more than the " + mib(available) + " this process can still get"
+                          : std::string())) {}
+
+std::string AllocationError::mib(std::size_t bytes) {
+  return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB";
+}
+
+namespace {
+
+// Whether a block of `bytes` fits in what this process can still get (always, below
+// kCheckedBytes or where that is unknown); 0 or the bytes available.
+std::size_t short_of(std::size_t bytes) {
+  if (bytes < kCheckedBytes) return 0;
+  const std::size_t available = available_memory();
+  return available && bytes > available ? available : 0;
+}
+
+// Fault a new checked block in now, so that the next block's check sees it used.
+void fault_in(void* p, std::size_t bytes) {
+#if defined(__linux__)
+#if !defined(MADV_POPULATE_WRITE)
+  constexpr int MADV_POPULATE_WRITE = 23;  // Linux 5.14; older kernels refuse it (EINVAL)
+#endif
+  if (madvise(p, bytes, MADV_POPULATE_WRITE) == 0) return;
+#endif
+  const long page = 4096;  // (the contents are unspecified: write one byte a page)
+  for (std::size_t at = 0; at < bytes; at += page) static_cast<volatile char*>(p)[at] = 0;
+}
+
+}  // namespace
 
 void* allocate_block(std::size_t bytes) {
+  if (short_of(bytes)) release_kept_memory();  // what rnngraph keeps may be what is missing
+  if (const std::size_t available = short_of(bytes)) throw AllocationError(bytes, available);
   void* p = ::operator new(bytes, alignment_for(bytes), std::nothrow);
   if (!p) {
-    release_kept_memory();  // what rnngraph keeps may be what is missing
+    release_kept_memory();
     p = ::operator new(bytes, alignment_for(bytes), std::nothrow);
   }
   if (!p) throw AllocationError(bytes);
 #if defined(MADV_HUGEPAGE)
   if (bytes >= kHugePage) madvise(p, bytes, MADV_HUGEPAGE);  // advice only: failure is harmless
 #endif
+  if (bytes >= kCheckedBytes) fault_in(p, bytes);
   return p;
 }
 

@@ -150,6 +150,15 @@ def get_num_threads() -> int:
 def _cgroup_quota(cgroup_file: str, root: str) -> float:
     """For tests: the CPU quota of the cgroup named in a /proc/self/cgroup text under root."""
 
+def _available_memory() -> int:
+    """The bytes this process can still get (memory and swap, within its cgroup); 0: unknown."""
+
+def _cgroup_memory_left(cgroup_file: str, root: str) -> float:
+    """For tests: the lowest cgroup memory limit less usage under root (-1: none)."""
+
+def _set_memory_reserve(bytes: int) -> None:
+    """For tests: _available_memory() leaves out ``bytes`` more (0: nothing)."""
+
 def _use_host_openmp(library: str) -> bool:
     """Run parallel sections on the already loaded OpenMP runtime at ``library`` (empty: on
     rnngraph's own workers); False if it is not loaded or not an OpenMP runtime."""

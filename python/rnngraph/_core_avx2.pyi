@@ -4,6 +4,8 @@ from rnngraph._core import GRUOptions as GRUOptions
 from rnngraph._core import LSTMOptions as LSTMOptions
 from rnngraph._core import PackedWeights as PackedWeights
 from rnngraph._core import SingleGateRNNOptions as SingleGateRNNOptions
+from rnngraph._core import _available_memory as _available_memory
+from rnngraph._core import _cgroup_memory_left as _cgroup_memory_left
 from rnngraph._core import _cgroup_quota as _cgroup_quota
 from rnngraph._core import _force_paths as _force_paths
 from rnngraph._core import _forced_paths as _forced_paths
@@ -14,6 +16,7 @@ from rnngraph._core import _profile as _profile
 from rnngraph._core import _reset_profile as _reset_profile
 from rnngraph._core import _set_blas_dimension_limit as _set_blas_dimension_limit
 from rnngraph._core import _set_host_pool_fall_back as _set_host_pool_fall_back
+from rnngraph._core import _set_memory_reserve as _set_memory_reserve
 from rnngraph._core import _set_parallel_threshold as _set_parallel_threshold
 from rnngraph._core import _use_host_openmp as _use_host_openmp
 from rnngraph._core import adam_update as adam_update

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rnngraph._native import core
+
 if TYPE_CHECKING:
     from types import TracebackType
 
@@ -62,6 +64,13 @@ def as_data_type(value: DataType | DTypeLike, where: str) -> DataType:
     return DataType[dtype.name]
 
 
+def default_data_type(dtype: np.dtype[Any]) -> DataType:
+    """The dataType an array of ``dtype`` gets where none is given (a constant, an op's
+    array source): float64 for a float of 8 bytes or more in either byte order (float64,
+    big-endian float64, long double), float32 for any other dtype."""
+    return DataType.float64 if dtype.kind == "f" and dtype.itemsize >= 8 else DataType.float32
+
+
 def check_integers(array: NDArray[Any], dtype: DataType, where: str, kind: str) -> None:
     """For an integer ``dtype`` (a ``kind`` such as placeholder or constant): ``array`` must
     hold integers, all in the type's range. NumPy's conversion would truncate floats and
@@ -92,9 +101,10 @@ def _memory_bytes() -> int:
 
 def _check_copy_fits(array: ArrayLike, dtype: DTypeLike | None) -> None:
     """A MemoryError before a copy of an array (a broadcast view, say) that needs more bytes
-    than the machine has memory and swap: where the kernel overcommits, NumPy's allocation of
-    it would succeed and the copy be killed by the OOM killer (and a sanitizer's allocator
-    aborts)."""
+    than the machine has memory and swap, or, from 64 MiB up, more than this process can still
+    get (the core's ``_available_memory``, the check its own large blocks pass: rnngraph/
+    memory.hpp). Where the kernel overcommits, NumPy's allocation of it would succeed and the
+    copy be killed by the OOM killer (and a sanitizer's allocator aborts)."""
     if not isinstance(array, np.ndarray):
         return
     need = array.size * np.dtype(array.dtype if dtype is None else dtype).itemsize
@@ -102,6 +112,14 @@ def _check_copy_fits(array: ArrayLike, dtype: DTypeLike | None) -> None:
     if have and need > have:
         raise MemoryError(f"a dense copy of {list(array.shape)} needs {need} bytes, more than "
                           f"this machine's {have} bytes of memory and swap")
+    if need >= _CHECKED_BYTES:
+        left = core._available_memory()
+        if left and need > left:
+            raise MemoryError(f"a dense copy of {list(array.shape)} needs {need} bytes, more "
+                              f"than the {left} bytes this process can still get")
+
+
+_CHECKED_BYTES = 64 << 20  # as the core's kCheckedBytes (rnngraph/memory.hpp)
 
 
 def frozen_copy(array: ArrayLike, dtype: np.dtype[Any], where: str) -> NDArray[Any]:

@@ -20,6 +20,7 @@ from rnngraph.dtypes import (
     as_data_type,
     broadcast_view,
     check_integers,
+    default_data_type,
     dense,
     frozen_copy,
     naming_memory_errors,
@@ -298,7 +299,7 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps, StateOps, ArithmeticOps, Activati
         errors name ``where`` and ``label`` (the value's label)."""
         array = _real_array(value, f"{where}: {label}")
         if dataType is None:
-            dataType = DataType.float64 if array.dtype == np.float64 else DataType.float32
+            dataType = default_data_type(array.dtype)
         dtype = as_data_type(dataType, f"{where}: dataType")
         check_integers(array, dtype, f"{where}: {label}", "constant")
         if shape is not None:

@@ -164,6 +164,14 @@ void bind_config(py::module_& m) {
   m.def("_cgroup_quota", &cgroup_quota, py::arg("cgroup_file"), py::arg("root"),
         "For tests: the CPU quota (in CPUs, 0: none) of the cgroup that `cgroup_file` (the "
         "text of /proc/self/cgroup) names, under the cgroup file system at `root`.");
+  m.def("_available_memory", &available_memory,
+        "The bytes this process can still get (memory and swap, within its cgroup's limit); "
+        "0 when unknown. A new block of 64 MiB or more is checked against it.");
+  m.def("_set_memory_reserve", &set_memory_reserve, py::arg("bytes"),
+        "For tests: _available_memory() leaves out `bytes` more (0: nothing).");
+  m.def("_cgroup_memory_left", &cgroup_memory_left, py::arg("cgroup_file"), py::arg("root"),
+        "For tests: the lowest memory limit less usage (bytes; -1: none) over the cgroups that "
+        "`cgroup_file` (the text of /proc/self/cgroup) names, under `root`.");
   m.def("_use_host_openmp", &use_host_openmp, py::arg("library"),
         "Run parallel sections on the already loaded OpenMP runtime at `library` (empty: on "
         "rnngraph's own workers); False if it is not loaded or not an OpenMP runtime.");

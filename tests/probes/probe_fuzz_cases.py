@@ -567,8 +567,10 @@ def run_graph_case(spec: dict[str, Any]) -> dict[str, Any]:
     by_label = {r.label: r for r in records}
     src = by_label["source"]
     if src.entry == "const":
+        # (a float of 8 bytes or more, in either byte order: float64; README "Precision")
         source_dtype = ("float64" if isinstance(src.value, np.ndarray)
-                        and src.value.dtype == np.float64 else "float32")
+                        and src.value.dtype.kind == "f" and src.value.dtype.itemsize >= 8
+                        else "float32")
     else:
         source_dtype = src.declared_dtype
     for rec in records:

@@ -126,3 +126,36 @@ def test_more_threads_than_the_host_can_start_run_on_rnngraphs_workers():
                             timeout=300, check=False, env=environment)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "equal True" in result.stdout, result.stdout + result.stderr[-2000:]
+
+
+DENORMALS = textwrap.dedent("""
+    import threading
+    import torch
+    import rnngraph.torch as rgt
+    assert rgt.get_thread_pool() == "torch"
+    torch.set_num_threads(2)
+
+    def rnngraph_then_torch(report):
+        # rnngraph's call is this thread's first parallel work: libgomp starts its team here
+        with torch.no_grad():
+            rgt.LSTM(48, 256)(torch.randn(7, 3, 48))
+        x = torch.full((1_000_000,), 1e-40)  # a denormal float32
+        report.append(int(((x * 1.0) != 0).sum()))
+
+    seen = []
+    rnngraph_then_torch(seen)
+    worker = threading.Thread(target=rnngraph_then_torch, args=(seen,))
+    worker.start()
+    worker.join()
+    print("kept", seen)
+""")
+
+
+def test_torch_threads_started_by_an_rnngraph_call_keep_denormals():
+    """rnngraph flushes denormals to zero while it computes (FTZ/DAZ); threads that libgomp
+    starts for rnngraph's first region on torch's pool must not inherit that: they flushed
+    half of a later plain torch op's denormal results to zero."""
+    result = subprocess.run([sys.executable, "-c", DENORMALS], capture_output=True, text=True,
+                            timeout=120, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "kept [1000000, 1000000]" in result.stdout, result.stdout + result.stderr[-2000:]

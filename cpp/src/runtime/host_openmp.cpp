@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "rnngraph/threads.hpp"
+#include "runtime/thread_state.hpp"
 #include "runtime/waiting.hpp"
 #include "tuning.hpp"
 
@@ -140,7 +141,11 @@ bool run_on_host_openmp(Job& job, int team) {
   // team even within the cap.)
   if (team > std::max(pool->cpus, pool->max_threads())) return false;
   Team members{&job, pool->thread_num};
-  pool->parallel(run_member, &members, static_cast<unsigned>(team), 0);
+  {
+    UnflushedScope unflushed;  // for the threads libgomp may start here (each member runs
+                               // the job under the job's own state: Job::work)
+    pool->parallel(run_member, &members, static_cast<unsigned>(team), 0);
+  }
   // The time the region's own start and end took, outside the job.
   const long long end = now_us();
   pool->record(end, (members.entered_us - start) + (end - members.left_us));

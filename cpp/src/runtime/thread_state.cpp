@@ -9,7 +9,9 @@ namespace rnngraph {
 
 namespace {
 thread_local bool parallel_part = false;
-}
+thread_local bool flushing = false;      // a FlushDenormals is alive in this thread
+thread_local unsigned before_flush = 0;  // the state the outermost one found
+}  // namespace
 
 bool in_parallel_part() { return parallel_part; }
 ParallelPartScope::ParallelPartScope() : saved_(parallel_part) { parallel_part = true; }
@@ -18,8 +20,21 @@ ParallelPartScope::~ParallelPartScope() { parallel_part = saved_; }
 #ifdef RNNGRAPH_X86
 // MXCSR bits: FTZ (flush-to-zero, 0x8000) and DAZ (denormals-are-zero, 0x0040).
 constexpr unsigned kFlushBits = 0x8040u;
-FlushDenormals::FlushDenormals() : saved_(_mm_getcsr()) { _mm_setcsr(saved_ | kFlushBits); }
-FlushDenormals::~FlushDenormals() { _mm_setcsr(saved_); }
+FlushDenormals::FlushDenormals() : saved_(_mm_getcsr()), outermost_(!flushing) {
+  if (outermost_) {
+    before_flush = saved_;
+    flushing = true;
+  }
+  _mm_setcsr(saved_ | kFlushBits);
+}
+FlushDenormals::~FlushDenormals() {
+  _mm_setcsr(saved_);
+  if (outermost_) flushing = false;
+}
+UnflushedScope::UnflushedScope() : saved_(_mm_getcsr()) {
+  if (flushing) _mm_setcsr(before_flush);
+}
+UnflushedScope::~UnflushedScope() { _mm_setcsr(saved_); }
 namespace runtime {
 unsigned job_float_state() { return _mm_getcsr() | kFlushBits; }
 ThreadState::ThreadState(unsigned float_state) : saved_float_state_(_mm_getcsr()) {
@@ -30,6 +45,8 @@ ThreadState::~ThreadState() { _mm_setcsr(saved_float_state_); }
 #else
 FlushDenormals::FlushDenormals() {}
 FlushDenormals::~FlushDenormals() {}
+UnflushedScope::UnflushedScope() {}
+UnflushedScope::~UnflushedScope() {}
 namespace runtime {
 unsigned job_float_state() { return 0; }
 ThreadState::ThreadState(unsigned) : saved_float_state_(0) {}

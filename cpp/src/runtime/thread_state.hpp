@@ -16,6 +16,23 @@ class FlushDenormals {
 
  private:
   unsigned int saved_ = 0;
+  bool outermost_ = false;
+};
+
+// While alive, the calling thread has the floating-point state it had before the outermost
+// FlushDenormals alive in it (no change outside one). Around a call into another library
+// that may start threads: a new thread inherits its creator's state, and one started
+// under rnngraph's flush would keep flushing denormals in that library's own later work
+// (libgomp's threads, which then flushed half of a plain torch op's results to zero).
+class UnflushedScope {
+ public:
+  UnflushedScope();
+  ~UnflushedScope();
+  UnflushedScope(const UnflushedScope&) = delete;
+  UnflushedScope& operator=(const UnflushedScope&) = delete;
+
+ private:
+  unsigned int saved_ = 0;
 };
 
 // Whether the calling thread is running part of a parallel section.

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rnngraph._native import core as _core
-from rnngraph.dtypes import DataType
+from rnngraph.dtypes import DataType, default_data_type
 from rnngraph.ops.forward_matching import (
     check_forward_outputs,
     check_matching_forward,
@@ -122,19 +122,21 @@ def collect_inputs(graph: GraphBuilder, op: str, arguments: Arguments,
             raise TypeError(f"{op}: source: expected dataType float32 or float64, got "
                             f"{source.dataType.value}")
         return inputs, source.dataType
-    return inputs, DataType.float64 if source.dtype == np.float64 else DataType.float32
+    return inputs, default_data_type(source.dtype)
 
 
 def to_tensors(graph: GraphBuilder, op: str, inputs: Checked,
                dtype: DataType) -> dict[str, Tensor | None]:
     """The checked inputs as Tensors: arrays become constants of the op's dataType (a
-    float64 array made float32 warns, as a feed does: README "Feeds and precision")."""
+    float array wider than it warns, as a feed does: README "Feeds and precision")."""
     for label, value in inputs.items():
-        if (isinstance(value, np.ndarray) and value.dtype == np.float64
-                and dtype == DataType.float32):
-            warnings.warn(f"{op}: {label}: a float64 array converted to the op's float32 "
-                          "loses precision; pass float32 (e.g. array.astype(np.float32)) or "
-                          "a float64 source to avoid this warning", UserWarning, stacklevel=4)
+        if (isinstance(value, np.ndarray) and value.dtype.kind == "f"
+                and value.dtype.itemsize > dtype.numpy.itemsize):
+            wider = " or a float64 source" if dtype == DataType.float32 else ""
+            warnings.warn(f"{op}: {label}: a {value.dtype.name} array converted to the op's "
+                          f"{dtype.value} loses precision; pass {dtype.value} (e.g. "
+                          f"array.astype(np.{dtype.value})){wider} to avoid this warning",
+                          UserWarning, stacklevel=4)
     return {label: value if value is None or isinstance(value, Tensor)
             else graph._constant(value, None, dtype, None, f"{op}: {label}")
             for label, value in inputs.items()}
