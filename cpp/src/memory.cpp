@@ -114,26 +114,8 @@ void unlock_in_child() {
 [[maybe_unused]] const int fork_handlers =
     pthread_atfork(lock_before_fork, unlock_after_fork, unlock_in_child);
 
-}  // namespace
-
-AllocationError::AllocationError(std::size_t bytes, std::size_t available)
-    : bytes_(bytes),
-      message_("could not allocate " + std::to_string(bytes) + " bytes (" + mib(bytes) + ")" +
-               (available ? ", more than the " + mib(available) + " this process can still get"
-                          : std::string())) {}
-
-std::string AllocationError::mib(std::size_t bytes) {
+std::string mib(std::size_t bytes) {
   return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB";
-}
-
-namespace {
-
-// Whether a block of `bytes` fits in what this process can still get (always, below
-// kCheckedBytes or where that is unknown); 0 or the bytes available.
-std::size_t short_of(std::size_t bytes) {
-  if (bytes < kCheckedBytes) return 0;
-  const std::size_t available = available_memory();
-  return available && bytes > available ? available : 0;
 }
 
 // Fault a new checked block in now, so that the next block's check sees it used.
@@ -150,9 +132,21 @@ void fault_in(void* p, std::size_t bytes) {
 
 }  // namespace
 
+AllocationError::AllocationError(std::size_t bytes, std::size_t available)
+    : bytes_(bytes),
+      message_("could not allocate " + std::to_string(bytes) + " bytes (" + mib(bytes) + ")" +
+               (available ? ", more than the " + mib(available) + " this process can still get"
+                          : std::string())) {}
+
+std::size_t memory_short_of(std::size_t bytes) {
+  if (bytes < kCheckedBytes) return 0;
+  const std::size_t available = available_memory();
+  return available && bytes > available ? available : 0;
+}
+
 void* allocate_block(std::size_t bytes) {
-  if (short_of(bytes)) release_kept_memory();  // what rnngraph keeps may be what is missing
-  if (const std::size_t available = short_of(bytes)) throw AllocationError(bytes, available);
+  if (memory_short_of(bytes)) release_kept_memory();  // what rnngraph keeps may be missing
+  if (const std::size_t available = memory_short_of(bytes)) throw AllocationError(bytes, available);
   void* p = ::operator new(bytes, alignment_for(bytes), std::nothrow);
   if (!p) {
     release_kept_memory();

@@ -156,6 +156,9 @@ def _available_memory() -> int:
 def _cgroup_memory_left(cgroup_file: str, root: str) -> float:
     """For tests: the lowest cgroup memory limit less usage under root (-1: none)."""
 
+def _memory_short_of(bytes: int) -> int:
+    """0 when a new block of ``bytes`` passes the allocator's check, else the bytes left."""
+
 def _set_memory_reserve(bytes: int) -> None:
     """For tests: _available_memory() leaves out ``bytes`` more (0: nothing)."""
 

@@ -11,6 +11,7 @@ from rnngraph._core import _force_paths as _force_paths
 from rnngraph._core import _forced_paths as _forced_paths
 from rnngraph._core import _host_openmp as _host_openmp
 from rnngraph._core import _host_pool_stalls as _host_pool_stalls
+from rnngraph._core import _memory_short_of as _memory_short_of
 from rnngraph._core import _parallel_thresholds as _parallel_thresholds
 from rnngraph._core import _profile as _profile
 from rnngraph._core import _reset_profile as _reset_profile

@@ -6,8 +6,6 @@ The recurrent ops compute in float32 and float64. The ops around them (indices f
 from __future__ import annotations
 
 import enum
-import functools
-import os
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -71,6 +69,25 @@ def default_data_type(dtype: np.dtype[Any]) -> DataType:
     return DataType.float64 if dtype.kind == "f" and dtype.itemsize >= 8 else DataType.float32
 
 
+def loses_precision(array: NDArray[Any], target: np.dtype[Any]) -> bool:
+    """Whether converting ``array`` (of real numbers) to the float dtype ``target`` can lose
+    precision: from a float dtype wider than ``target`` (float64 into float32, long double
+    into float64) whatever its values, or from integers some of which lie beyond those
+    ``target`` holds exactly (±2**24 for float32, ±2**53 for float64). Small integers such
+    as counts and labels convert exactly."""
+    if array.dtype.kind == "f":
+        return not np.can_cast(array.dtype, target)
+    limit = 2 ** exact_integer_bits(target)
+    info = np.iinfo(array.dtype)
+    return (max(info.max, -info.min) > limit and array.size > 0
+            and max(int(array.max()), -int(array.min())) > limit)
+
+
+def exact_integer_bits(target: np.dtype[Any]) -> int:
+    """Every integer up to 2**bits is exact in the float dtype ``target``."""
+    return int(np.finfo(target).nmant) + 1
+
+
 def check_integers(array: NDArray[Any], dtype: DataType, where: str, kind: str) -> None:
     """For an integer ``dtype`` (a ``kind`` such as placeholder or constant): ``array`` must
     hold integers, all in the type's range. NumPy's conversion would truncate floats and
@@ -85,41 +102,19 @@ def check_integers(array: NDArray[Any], dtype: DataType, where: str, kind: str) 
             raise ValueError(f"{where}: values outside the range of {dtype.value}")
 
 
-@functools.cache
-def _memory_bytes() -> int:
-    """This machine's memory and swap, in bytes (0 when unknown)."""
-    try:
-        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-        with open("/proc/meminfo") as meminfo:
-            for line in meminfo:
-                if line.startswith("SwapTotal:"):
-                    total += int(line.split()[1]) * 1024
-        return int(total)
-    except (OSError, ValueError):
-        return 0
-
-
 def _check_copy_fits(array: ArrayLike, dtype: DTypeLike | None) -> None:
     """A MemoryError before a copy of an array (a broadcast view, say) that needs more bytes
-    than the machine has memory and swap, or, from 64 MiB up, more than this process can still
-    get (the core's ``_available_memory``, the check its own large blocks pass: rnngraph/
-    memory.hpp). Where the kernel overcommits, NumPy's allocation of it would succeed and the
-    copy be killed by the OOM killer (and a sanitizer's allocator aborts)."""
+    than this process can still get, by the check rnngraph's own blocks of 64 MiB or more
+    pass (the core's ``_memory_short_of``: rnngraph/memory.hpp). Where the kernel overcommits,
+    NumPy's allocation of it would succeed and the copy be killed by the OOM killer (and a
+    sanitizer's allocator aborts)."""
     if not isinstance(array, np.ndarray):
         return
     need = array.size * np.dtype(array.dtype if dtype is None else dtype).itemsize
-    have = _memory_bytes()
-    if have and need > have:
+    left = core._memory_short_of(min(need, 2**63))  # (the core takes a size_t)
+    if left:
         raise MemoryError(f"a dense copy of {list(array.shape)} needs {need} bytes, more than "
-                          f"this machine's {have} bytes of memory and swap")
-    if need >= _CHECKED_BYTES:
-        left = core._available_memory()
-        if left and need > left:
-            raise MemoryError(f"a dense copy of {list(array.shape)} needs {need} bytes, more "
-                              f"than the {left} bytes this process can still get")
-
-
-_CHECKED_BYTES = 64 << 20  # as the core's kCheckedBytes (rnngraph/memory.hpp)
+                          f"the {left} bytes this process can still get")
 
 
 def frozen_copy(array: ArrayLike, dtype: np.dtype[Any], where: str) -> NDArray[Any]:

@@ -22,7 +22,9 @@ from rnngraph.dtypes import (
     check_integers,
     default_data_type,
     dense,
+    exact_integer_bits,
     frozen_copy,
+    loses_precision,
     naming_memory_errors,
 )
 from rnngraph.ops.activations import ActivationOps
@@ -142,21 +144,14 @@ def _warn_if_lossy(tensor: Tensor, value: object, array: NDArray[Any], where: st
       small integers such as counts and labels convert exactly and stay quiet.
 
     Narrowing integers (int64 into int32) is range-checked instead, and raises."""
-    if not hasattr(value, "dtype"):
-        return False
     target = tensor.dataType.numpy
+    if not hasattr(value, "dtype") or not loses_precision(array, target):
+        return False
     if array.dtype.kind == "f":
-        if np.can_cast(array.dtype, target):
-            return False
         lost = f"{array.dtype} converted to the placeholder's {target} loses precision"
     else:
-        bits = np.finfo(target).nmant + 1  # every integer up to 2**bits is exact
-        info = np.iinfo(array.dtype)
-        if (max(info.max, -info.min) <= 2**bits or not array.size
-                or max(int(array.max()), -int(array.min())) <= 2**bits):
-            return False
-        lost = (f"{array.dtype} values beyond ±2**{bits} converted to the placeholder's "
-                f"{target} lose precision")
+        lost = (f"{array.dtype} values beyond ±2**{exact_integer_bits(target)} converted to "
+                f"the placeholder's {target} lose precision")
     fix = f"feed {target} (e.g. array.astype(np.{target}))"
     if target == np.float32:
         fix += " or make the placeholder float64 (dataType=rg.float64)"

@@ -167,6 +167,9 @@ void bind_config(py::module_& m) {
   m.def("_available_memory", &available_memory,
         "The bytes this process can still get (memory and swap, within its cgroup's limit); "
         "0 when unknown. A new block of 64 MiB or more is checked against it.");
+  m.def("_memory_short_of", &memory_short_of, py::arg("bytes"),
+        "0 when a new block of `bytes` passes the allocator's check (always below 64 MiB), "
+        "else the bytes this process can still get.");
   m.def("_set_memory_reserve", &set_memory_reserve, py::arg("bytes"),
         "For tests: _available_memory() leaves out `bytes` more (0: nothing).");
   m.def("_cgroup_memory_left", &cgroup_memory_left, py::arg("cgroup_file"), py::arg("root"),

@@ -29,7 +29,6 @@ class AllocationError : public std::bad_alloc {
   std::size_t bytes() const { return bytes_; }
 
  private:
-  static std::string mib(std::size_t bytes);
   std::size_t bytes_;
   std::string message_;
 };
@@ -66,6 +65,9 @@ std::size_t kept_bytes();
 // limits memory (cgroup v2's memory.max, v1's memory.limit_in_bytes, less what the group
 // uses); 0 when unknown (then nothing is checked).
 std::size_t available_memory();
+// 0 when a new block of `bytes` passes allocate_block's check (always below kCheckedBytes,
+// or where available_memory() is unknown); else the bytes available, fewer than `bytes`.
+std::size_t memory_short_of(std::size_t bytes);
 // For tests: available_memory() leaves out `bytes` more (0: nothing), so that a test can
 // leave a process little memory without filling the machine's.
 void set_memory_reserve(std::size_t bytes);

@@ -9,8 +9,6 @@ namespace rnngraph {
 
 namespace {
 thread_local bool parallel_part = false;
-thread_local bool flushing = false;      // a FlushDenormals is alive in this thread
-thread_local unsigned before_flush = 0;  // the state the outermost one found
 }  // namespace
 
 bool in_parallel_part() { return parallel_part; }
@@ -20,19 +18,18 @@ ParallelPartScope::~ParallelPartScope() { parallel_part = saved_; }
 #ifdef RNNGRAPH_X86
 // MXCSR bits: FTZ (flush-to-zero, 0x8000) and DAZ (denormals-are-zero, 0x0040).
 constexpr unsigned kFlushBits = 0x8040u;
-FlushDenormals::FlushDenormals() : saved_(_mm_getcsr()), outermost_(!flushing) {
-  if (outermost_) {
-    before_flush = saved_;
-    flushing = true;
-  }
+// The outermost FlushDenormals alive in this thread: its saved_ is the state before the flush.
+static thread_local const FlushDenormals* outermost_flush = nullptr;
+FlushDenormals::FlushDenormals() : saved_(_mm_getcsr()) {
+  if (!outermost_flush) outermost_flush = this;
   _mm_setcsr(saved_ | kFlushBits);
 }
 FlushDenormals::~FlushDenormals() {
   _mm_setcsr(saved_);
-  if (outermost_) flushing = false;
+  if (outermost_flush == this) outermost_flush = nullptr;
 }
 UnflushedScope::UnflushedScope() : saved_(_mm_getcsr()) {
-  if (flushing) _mm_setcsr(before_flush);
+  if (outermost_flush) _mm_setcsr(outermost_flush->saved_);
 }
 UnflushedScope::~UnflushedScope() { _mm_setcsr(saved_); }
 namespace runtime {

@@ -15,8 +15,8 @@ class FlushDenormals {
   FlushDenormals& operator=(const FlushDenormals&) = delete;
 
  private:
+  friend class UnflushedScope;  // (reads the outermost one's saved_)
   unsigned int saved_ = 0;
-  bool outermost_ = false;
 };
 
 // While alive, the calling thread has the floating-point state it had before the outermost

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rnngraph._native import core as _core
-from rnngraph.dtypes import DataType, default_data_type
+from rnngraph.dtypes import DataType, default_data_type, loses_precision
 from rnngraph.ops.forward_matching import (
     check_forward_outputs,
     check_matching_forward,
@@ -127,11 +127,11 @@ def collect_inputs(graph: GraphBuilder, op: str, arguments: Arguments,
 
 def to_tensors(graph: GraphBuilder, op: str, inputs: Checked,
                dtype: DataType) -> dict[str, Tensor | None]:
-    """The checked inputs as Tensors: arrays become constants of the op's dataType (a
-    float array wider than it warns, as a feed does: README "Feeds and precision")."""
+    """The checked inputs as Tensors: arrays become constants of the op's dataType (one
+    whose conversion can lose precision warns, as a feed does: README "Feeds and
+    precision")."""
     for label, value in inputs.items():
-        if (isinstance(value, np.ndarray) and value.dtype.kind == "f"
-                and value.dtype.itemsize > dtype.numpy.itemsize):
+        if isinstance(value, np.ndarray) and loses_precision(value, dtype.numpy):
             wider = " or a float64 source" if dtype == DataType.float32 else ""
             warnings.warn(f"{op}: {label}: a {value.dtype.name} array converted to the op's "
                           f"{dtype.value} loses precision; pass {dtype.value} (e.g. "
