@@ -1,5 +1,5 @@
 """rnngraph's BLAS: what show_config() reports, its thread setting, and that it runs kernels
-for this CPU without touching the process environment (DESIGN.md section 4)."""
+for this CPU without touching the process environment (README.md, "BLAS and threads")."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import rnngraph as rg
 from rnngraph import config
 
 # OpenBLAS's DYNAMIC_ARCH fallbacks when it does not recognise the CPU (its "Prescott" core
-# runs SSE3 kernels only: 5x slower here, DESIGN.md section 4).
+# runs SSE3 kernels only: 5x slower here; README.md, "BLAS and threads").
 GENERIC_CORES = ("Prescott", "Generic", "generic", "GENERIC", "PRESCOTT")
 
 
@@ -93,7 +93,7 @@ def test_set_num_threads_rejects_bad_values(bad, error):
 
 
 def test_detected_core_is_not_a_generic_fallback():
-    """DESIGN.md section 4: on an AVX-512 CPU the kernels must be AVX-512 ones; anywhere,
+    """README.md, "BLAS and threads": on an AVX-512 CPU the kernels must be AVX-512 ones; anywhere,
     never the generic Prescott fallback an old OpenBLAS picks for an unknown CPU."""
     core = config.blas_info()["core"]
     assert core not in GENERIC_CORES, f"rnngraph's OpenBLAS fell back to {core}"

@@ -178,7 +178,7 @@ def test_a_float64_array_given_to_a_float32_recurrent_op_warns_at_build_time(cel
     g = rg.Graph()
     x = g.placeholder((3, 2, 4), rg.float32)
     build = getattr(g, cell)
-    with pytest.warns(UserWarning, match=rf"^{cell}: recurrentWeight: a float64 array converted "
+    with pytest.warns(UserWarning, match=rf"^{cell}: recurrentWeight: an array of float64 converted "
                       r"to the op's float32 loses precision") as caught:
         build(x, recurrentWeight=np.zeros((G * 2, 2)), inputWeight=np.zeros((G * 2, 4), np.float32))
     assert len(caught) == 1 and caught[0].filename == __file__  # points at the user's line

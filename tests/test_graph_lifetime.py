@@ -158,3 +158,23 @@ def test_a_deep_copy_is_a_graph_of_its_own(rng, no_cycle_collector):
     copied = weakref.ref(g2)
     del g2
     assert copied() is None
+
+
+def test_a_graph_its_tensors_and_ops_refuse_pickle_by_name():
+    """Their ops compute with closures, which pickle cannot carry: a TypeError that says what
+    to do, not pickle's own message about a weak reference."""
+    import pickle
+
+    g = rg.Graph()
+    x = g.placeholder(shape=(3, 2, 4), dataType=rg.float32, name="x")
+    (h,) = g.singleGateRNN(x, recurrentWeight=np.eye(4, dtype=np.float32), name="cell")
+    for thing, what in [(g, "a Graph"), (h, "a Tensor ('cell/h')"),
+                        (h.op, "an Operation ('cell')")]:
+        with pytest.raises(TypeError, match=re.escape(f"rnngraph: {what} cannot be pickled") +
+                           ".*build the Graph in the process that runs it"):
+            pickle.dumps(thing)
+    with pytest.raises(TypeError, match=r"copy\.deepcopy"):
+        copy.copy(g)
+    assert copy.copy(h) is h
+    descriptor = rg.SingleGateRNNDescriptor(reverse=True)  # what may travel between processes
+    assert pickle.loads(pickle.dumps(descriptor)).reverse

@@ -83,8 +83,8 @@ def test_a_dense_copy_larger_than_what_is_left_raises_a_memory_error(leave):
                          inputWeight=np.zeros((8, 64), np.float32))
     feed = np.broadcast_to(np.float32(1), (2048, 1024, 64))
     leave(100 * MIB)
-    with pytest.raises(MemoryError, match=r"singleGateRNN.*source.*more than the \d+ bytes this "
-                       "process can still get"):
+    with pytest.raises(MemoryError, match=r"^singleGateRNN.*source.*needs 536870912 bytes "
+                       r"\(512 MiB\), more than the \d+ MiB this process can still get$"):
         g.run(feeds={x: feed}, targetTensors=[h])
 
 

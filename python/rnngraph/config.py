@@ -45,9 +45,10 @@ def show_config() -> None:
     source = ("RNNGRAPH_NUM_THREADS" if budget["environment"]
               else f"CPUs this process may use: affinity {budget['affinity']}, cgroup quota {quota}")
     print(f"rnngraph threads      : {get_num_threads()}")
-    print(f"rnngraph default      : {budget['default']} threads ({source})")
+    print(f"rnngraph default now  : {budget['default']} threads ({source})")
     print(f"BLAS threads          : {info['num_threads']} (rnngraph calls it from its own threads)")
-    print(f"rnngraph kernels      : {kernel_level()} (built: {', '.join(supported_levels())})")
+    print(f"rnngraph kernels      : {kernel_level()} (runnable here: "
+          f"{', '.join(supported_levels())})")
 
 
 def set_num_threads(n: int) -> None:
@@ -83,9 +84,11 @@ def get_num_threads() -> int:
 
 
 def cpu_budget() -> dict[str, int | float]:
-    """What the default thread count is made of: ``{'affinity': CPUs in the affinity mask,
-    'quota': the cgroup's CPU quota in CPUs (0: none), 'environment': RNNGRAPH_NUM_THREADS
-    (0: unset), 'default': the resulting default}``."""
+    """What the default thread count is made of, read now: ``{'affinity': CPUs in the
+    affinity mask, 'quota': the cgroup's CPU quota in CPUs (0: none), 'environment':
+    RNNGRAPH_NUM_THREADS (0: unset), 'default': the default they give}``. The count in use
+    (``get_num_threads()``) was worked out once, at the first call: an affinity mask or quota
+    changed since then shows here, not there."""
     return dict(_core.cpu_budget())
 
 

@@ -95,7 +95,7 @@ def check_integers(array: NDArray[Any], dtype: DataType, where: str, kind: str) 
     if dtype.is_float:
         return
     if array.dtype.kind == "f":
-        raise TypeError(f"{where}: expected integers for a {dtype.value} {kind}, got {array.dtype}")
+        raise TypeError(f"{where}: expected integers for an {dtype.value} {kind}, got {array.dtype}")
     if array.size and not np.can_cast(array.dtype, dtype.numpy):
         limits = np.iinfo(dtype.numpy)
         if array.min() < limits.min or array.max() > limits.max:
@@ -113,8 +113,14 @@ def _check_copy_fits(array: ArrayLike, dtype: DTypeLike | None) -> None:
     need = array.size * np.dtype(array.dtype if dtype is None else dtype).itemsize
     left = core._memory_short_of(min(need, 2**63))  # (the core takes a size_t)
     if left:
-        raise MemoryError(f"a dense copy of {list(array.shape)} needs {need} bytes, more than "
-                          f"the {left} bytes this process can still get")
+        raise MemoryError(f"a dense copy of {list(array.shape)} needs {need} bytes "
+                          f"({_mib(need)}), more than the {_mib(left)} this process can still "
+                          "get")
+
+
+def _mib(size: int) -> str:
+    """A byte count in MiB, rounded up, as the core's AllocationError writes it."""
+    return f"{-(-size >> 20)} MiB"
 
 
 def frozen_copy(array: ArrayLike, dtype: np.dtype[Any], where: str) -> NDArray[Any]:

@@ -42,7 +42,7 @@ from rnngraph.ops.single_gate_rnn import SingleGateRNNOps
 from rnngraph.ops.slicing import SlicingOps
 from rnngraph.ops.state import StateOps
 from rnngraph.shapes import compatible, larger_than_any_array, shape_text
-from rnngraph.tensor import Tensor
+from rnngraph.tensor import UNPICKLABLE, Tensor
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, DTypeLike, NDArray
@@ -64,6 +64,17 @@ class Operation:
 
     def __repr__(self) -> str:
         return f"Operation({self.kind!r}, name={self.name!r})"
+
+    def __reduce_ex__(self, protocol: object) -> Any:
+        raise TypeError(UNPICKLABLE.format(what=f"an Operation ({self.name!r})"))
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Operation:
+        """Copied with its Graph (see ``Graph.__deepcopy__``): every attribute deep-copied
+        (the compute functions shared, as copy.deepcopy shares functions)."""
+        new = Operation.__new__(Operation)
+        memo[id(self)] = new
+        new.__dict__.update(copy.deepcopy(self.__dict__, memo))
+        return new
 
 
 def _real_array(value: ArrayLike, where: str) -> NDArray[Any]:
@@ -192,6 +203,13 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps, StateOps, ArithmeticOps, Activati
                 counts[op.kind] += 1
         return (f"Graph(ops={len(self._ops)}, placeholders={counts['placeholder']}, "
                 f"variables={counts['variable']})")
+
+    def __reduce_ex__(self, protocol: object) -> Any:
+        raise TypeError(UNPICKLABLE.format(what="a Graph"))
+
+    def __copy__(self) -> Graph:
+        raise TypeError("rnngraph: a shallow copy of a Graph would share its ops; use "
+                        "copy.deepcopy(graph) for an independent Graph")
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Graph:
         """A Graph of copied ops and tensors that refer to the copy (their weak references
@@ -371,7 +389,7 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps, StateOps, ArithmeticOps, Activati
         for t in plan.copied:  # a view op's result or a placeholder's feed: a dense copy, not
             # to alias a feed, variable or result
             values[t] = values[t].copy()
-        return {t: values[t] for t in targets}
+        return {t: _guarded(values[t]) for t in targets}
 
     def _target_operations(self, operations: Sequence[Operation] | None) -> tuple[Tensor, ...]:
         """The assigns' new values (the tensors a run computes for them), checked."""
@@ -424,6 +442,15 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps, StateOps, ArithmeticOps, Activati
         from rnngraph.autodiff import gradients
 
         return gradients(self, of, with_)
+
+
+def _guarded(array: NDArray[Any]) -> NDArray[Any]:
+    """A result as the caller gets it: a read-only array that owns its data (a constant's
+    value, or an optimizer's result an assign kept for its variable) as a view, which NumPy
+    will not let anyone set writeable again; any other result as it is."""
+    if array.base is None and not array.flags.writeable:
+        return array.view()
+    return array
 
 
 def _is_size(d: object) -> TypeGuard[int | np.integer[Any]]:

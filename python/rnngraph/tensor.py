@@ -17,6 +17,12 @@ if TYPE_CHECKING:
 
 _T = TypeVar("_T")
 
+# Graphs and what belongs to them stay in the process that built them: their ops compute
+# with Python closures, which pickle cannot carry (copy.deepcopy copies a Graph in-process).
+UNPICKLABLE = ("rnngraph: {what} cannot be pickled (its ops are Python closures); build the "
+               "Graph in the process that runs it (a worker's initializer, say) and send "
+               "arrays, descriptors and Python values between processes")
+
 class Tensor:
     """A value in a Graph. ``shape`` holds ``None`` for dimensions known only at run time.
 
@@ -54,6 +60,12 @@ class Tensor:
         """The op that produces it."""
         return self._alive(self._op())
 
+    def __reduce_ex__(self, protocol: object) -> Any:
+        raise TypeError(UNPICKLABLE.format(what=f"a Tensor ({self.name!r})"))
+
+    def __copy__(self) -> Tensor:
+        return self  # a symbolic handle: the same value of the same Graph
+
     def _alive(self, target: _T | None) -> _T:
         """A weakly held Graph or Operation, or a ReferenceError once it is gone."""
         if target is None:
@@ -77,6 +89,7 @@ class Tensor:
 
     @property
     def rank(self) -> int:
+        """The number of dimensions, ``len(shape)`` (known even where sizes are not)."""
         return len(self.shape)
 
     def __repr__(self) -> str:

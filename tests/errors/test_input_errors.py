@@ -1,6 +1,6 @@
 """Wrong dtypes, missing inputs, inputs of the wrong kind and wrong descriptors never crash:
 every op refuses them with a TypeError/ValueError that names the op and the Swift label
-(DESIGN.md section 5), at build time. A gradient op's descriptor must describe its forward
+(SPEC.md section 7), at build time. A gradient op's descriptor must describe its forward
 op's configuration; its training flag (and produceCell) does not matter (SPEC section 6)."""
 
 from __future__ import annotations

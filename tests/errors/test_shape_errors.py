@@ -1,6 +1,6 @@
 """Wrong shapes and ranks never crash: every op (singleGateRNN, LSTM, GRU and their gradient
-ops) refuses them with a ValueError that names the op and the Swift label (DESIGN.md
-section 5), at build time when the shape is known and at run time otherwise."""
+ops) refuses them with a ValueError that names the op and the Swift label (SPEC.md
+section 7), at build time when the shape is known and at run time otherwise."""
 
 from __future__ import annotations
 

@@ -205,6 +205,24 @@ def test_adam_hyperparameters_as_tensors_and_broadcast(dtype, rng):
         assert_close(got[out], want[k], TOLERANCE[dtype], k)
 
 
+@pytest.mark.filterwarnings("error")
+def test_optimizers_give_ieee_results_without_warnings():
+    """inf and nan come back as IEEE arithmetic gives them, silently, as from every other op
+    (and from the fused Adam pass): SGD by NumPy, and Adam with a per-element hyper-parameter."""
+    g = rg.Graph()
+    gradient = np.array([np.inf, 1.0], np.float32)
+    sgd = g.stochasticGradientDescent(0.0, values=np.ones(2, np.float32), gradient=gradient)
+    zeros = np.zeros(2, np.float32)
+    adam = {"beta1": 0.9, "beta2": 0.999, "epsilon": 0.0, "values": np.ones(2, np.float32),
+            "momentum": zeros, "velocity": zeros, "gradient": zeros}
+    adam_per_element = g.adam(currentLearningRate=np.array([0.1, 0.1], np.float32), **adam)[0]
+    adam_fused = g.adam(currentLearningRate=0.1, **adam)[0]
+    got = g.run(targetTensors=[sgd, adam_per_element, adam_fused])
+    np.testing.assert_array_equal(got[sgd], [np.nan, 1.0])  # 0 * inf
+    assert np.isnan(got[adam_per_element]).all()  # 0 / (sqrt(0) + 0)
+    np.testing.assert_array_equal(got[adam_per_element], got[adam_fused])
+
+
 def test_unknown_dimensions(rng):
     g = rg.Graph()
     shape = (None, 4)

@@ -32,10 +32,25 @@ def test_a_tensor_on_meta_is_refused_by_name(cell, where, name):
         module(given[0], state)
 
 
-def test_a_module_on_meta_with_meta_input_names_the_input():
-    module = build("gru").to("meta")
-    with pytest.raises(ValueError, match="GRU: input: expected a CPU tensor"):
-        module(torch.zeros(5, 2, I, dtype=F64, device="meta"))
+@pytest.mark.parametrize("cell", list(CELLS))
+@pytest.mark.parametrize("how", ["to", "device_context"])
+def test_a_module_on_meta_with_meta_input_gives_meta_outputs_of_the_right_shapes(cell, how):
+    """As torch.nn's modules do (shape inference without memory): the op's fake kernel."""
+    x, hx = sample(build(cell, bidirectional=True))
+    if how == "to":
+        module = build(cell, bidirectional=True).to("meta")
+    else:
+        with torch.device("meta"):
+            module = CELLS[cell].module(I, H, dtype=F64,
+                                        descriptor=CELLS[cell].descriptor(bidirectional=True))
+    to_meta = (lambda t: t.to("meta"))
+    state = tuple(map(to_meta, hx)) if cell == "lstm" else to_meta(hx)
+    output, final = module(to_meta(x), state)
+    finals = final if cell == "lstm" else (final,)
+    assert output.device.type == "meta" and output.shape == (*x.shape[:2], 2 * H)
+    assert all(f.device.type == "meta" and f.shape == (2, x.shape[1], H) for f in finals)
+    with pytest.raises(ValueError, match=r"input: expected a CPU tensor, .* device meta"):
+        build(cell)(to_meta(x))  # a module on the CPU refuses a meta input by name
 
 
 @pytest.mark.parametrize("how", ["to", "device_context"])

@@ -84,6 +84,29 @@ def test_saved_tensor_hooks_give_the_backward_the_tensors_they_kept(cell):
             torch.testing.assert_close(a, b, rtol=0, atol=0)
 
 
+@pytest.mark.parametrize("cell", list(CELLS))
+def test_saved_tensor_hooks_see_what_only_the_backward_reads(cell):
+    """An offloading hook moves zState (and the LSTM's cell sequence) too: the hooks are
+    given the inputs, h and those, and the backward reads each as the hook returns it."""
+    module = build(cell, bidirectional=True)
+    x0, hx = sample(module)
+    T, N = x0.shape[:2]
+    G, H = CELLS[cell].gates, module.hidden_size
+    packed: list[tuple[int, ...]] = []
+
+    def pack(t):
+        packed.append(tuple(t.shape))
+        return t.clone()
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        _output(module, x0.clone().requires_grad_(), hx).sum().backward()
+    sequences = [(T, N, 2 * H), (T, N, 2 * G * H)]  # h, zState
+    if cell == "lstm":
+        sequences.append((T, N, 2 * H))  # the cell sequence
+    assert sorted(s for s in packed if s[:2] == (T, N) and s != tuple(x0.shape)) == \
+        sorted(sequences)
+
+
 FORWARD_AD = r"forward-mode AD .* is not supported"
 
 

@@ -159,3 +159,18 @@ def test_torch_threads_started_by_an_rnngraph_call_keep_denormals():
                             timeout=120, check=False)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "kept [1000000, 1000000]" in result.stdout, result.stdout + result.stderr[-2000:]
+
+
+@pytest.mark.parametrize(("value", "pool", "warned"), [
+    ("rnngraph", "rnngraph", False), ("torch", "torch", False), ("omp", "torch", True)])
+def test_the_environment_chooses_the_pool_and_a_bad_value_warns(value, pool, warned):
+    """RNNGRAPH_TORCH_POOL picks the pool at import; a value that is neither choice is ignored
+    with a RuntimeWarning, as a bad RNNGRAPH_NUM_THREADS is."""
+    code = ("import warnings; warnings.simplefilter('always')\n"
+            "import rnngraph.torch as rgt; print('pool', rgt.get_thread_pool())")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=120, check=True,
+                            env={**os.environ, "RNNGRAPH_TORCH_POOL": value})
+    assert f"pool {pool}" in result.stdout
+    message = f"RuntimeWarning: RNNGRAPH_TORCH_POOL={value!r} is neither 'torch' nor 'rnngraph'"
+    assert (message in result.stderr) == warned, result.stderr

@@ -1,5 +1,5 @@
 """A user script that ``mypy --strict`` accepts (tests/test_typing.py): an LSTM graph with
-placeholders and a descriptor, run, its gradients, and rnngraph's threads."""
+placeholders and a descriptor, run, its gradients, a list operand, and rnngraph's threads."""
 
 from typing import Any
 
@@ -19,6 +19,7 @@ dy = g.constant(np.ones((T, N, H), np.float32))
 dx, dR, dW = g.LSTMGradients(x, recurrentWeight=R, sourceGradient=dy, zState=z,
                              cellOutputFwd=c, inputWeight=W, descriptor=d)
 grads: dict[rg.Tensor, rg.Tensor] = g.gradients(h, [R, W])
+shifted = g.addition(h, [1.0, 2.0, 3.0, 4.0])  # numbers, lists and tuples are operands
 
 rng = np.random.default_rng(0)
 feeds = {x: rng.standard_normal((T, N, I)), R: 0.1 * rng.standard_normal((4 * H, H)),

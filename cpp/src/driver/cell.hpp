@@ -1,6 +1,6 @@
-// What a cell is to the recurrence driver (DESIGN.md section 3). The driver owns the time
-// loops, the products with W and R, both directions and every buffer; a cell owns its
-// element-wise gate math (SPEC.md section 5) and its derivative (section 6).
+// What a cell is to the recurrence driver (README.md, "How the kernels are built"). The
+// driver owns the time loops, the products with W and R, both directions and every buffer;
+// a cell owns its element-wise gate math (SPEC.md section 5) and its derivative (section 6).
 //
 // A cell derives from CellDefaults<S, G> and writes only:
 //   static constexpr const char* name;  // the forward op's name, for errors

@@ -1,7 +1,7 @@
-// The recurrence driver's entry points (DESIGN.md section 3): a cell (cell.hpp) supplies
-// its element-wise math; the driver runs the input projection, the packing of R, the time
-// loops of each direction on the threads (work_split.hpp: row_loops.hpp or team_loops.hpp),
-// and the weight gradients' products after the loops.
+// The recurrence driver's entry points (README.md, "How the kernels are built"): a cell
+// (cell.hpp) supplies its element-wise math; the driver runs the input projection, the
+// packing of R, the time loops of each direction on the threads (work_split.hpp:
+// row_loops.hpp or team_loops.hpp), and the weight gradients' products after the loops.
 #pragma once
 
 #include <algorithm>

@@ -34,15 +34,16 @@ from rnngraph.shapes import shape_text
 if TYPE_CHECKING:
     from typing import TypeAlias
 
-    from numpy.typing import NDArray
+    from numpy.typing import ArrayLike, NDArray
 
     from rnngraph._typing import GraphBuilder, Rule, RunArrays, Shape
     from rnngraph.dtypes import DataType
     from rnngraph.graph import Graph, Operation
     from rnngraph.tensor import Tensor
 
-    # An op argument: a Tensor of the graph, or a Python number or NumPy array (a constant).
-    Operand: TypeAlias = Tensor | float | int | NDArray[Any]
+    # An op argument: a Tensor of the graph, or a Python number, list or tuple of numbers or
+    # NumPy array (a constant).
+    Operand: TypeAlias = Tensor | ArrayLike
     # A gradient expression: (graph, incoming gradient, the op's inputs by label, its output).
     Part: TypeAlias = Callable[[Graph, Tensor, dict[str, Tensor], Tensor], Tensor]
 

@@ -25,16 +25,14 @@ from rnngraph.shapes import broadcastable, compatible, shape_text
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
-    from typing import TypeAlias
 
     from numpy.typing import NDArray
 
     from rnngraph._typing import GraphBuilder, Rule, RunArrays, Shape
     from rnngraph.graph import Operation
+    from rnngraph.ops.arithmetic import Operand
     from rnngraph.tensor import Tensor
 
-    # A tensor argument: a Tensor of the graph, a Python number or a NumPy array.
-    Operand: TypeAlias = Tensor | float | NDArray[Any]
 
 _STATE = ("momentum", "velocity", "maximumVelocity", "gradient")  # shaped like the values
 
@@ -102,7 +100,8 @@ def _sgd(graph: GraphBuilder, op: str, subject: str, learningRate: Operand,
     values_of = _values_reader(op, subject, tensors)
 
     def compute(a: RunArrays) -> list[NDArray[Any]]:
-        return [values_of(a) - _scalar(a["learningRate"]) * a["gradient"]]
+        with np.errstate(all="ignore"):  # IEEE inf and nan, silently, as every op gives them
+            return [values_of(a) - _scalar(a["learningRate"]) * a["gradient"]]
 
     order = {label: tensors[label] for label in ("learningRate", "values", "gradient")}
     return record(graph, "stochasticGradientDescent", name, order, compute,
@@ -117,6 +116,12 @@ def _scalar(x: Any) -> Any:
 
 def _adam_compute(values_of: Callable[[RunArrays], NDArray[Any]],
                   a: RunArrays) -> list[NDArray[Any]]:
+    with np.errstate(all="ignore"):  # IEEE inf and nan, silently, as the fused pass gives them
+        return _adam_step(values_of, a)
+
+
+def _adam_step(values_of: Callable[[RunArrays], NDArray[Any]],
+               a: RunArrays) -> list[NDArray[Any]]:
     """One Adam step over arrays of one dataType (Python ints below keep it). With every
     hyper-parameter one number (the usual case) it is the core's fused pass on rnngraph's
     threads (rnngraph/optimizers.hpp); a hyper-parameter given per element takes NumPy's

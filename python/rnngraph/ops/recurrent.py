@@ -133,7 +133,7 @@ def to_tensors(graph: GraphBuilder, op: str, inputs: Checked,
     for label, value in inputs.items():
         if isinstance(value, np.ndarray) and loses_precision(value, dtype.numpy):
             wider = " or a float64 source" if dtype == DataType.float32 else ""
-            warnings.warn(f"{op}: {label}: a {value.dtype.name} array converted to the op's "
+            warnings.warn(f"{op}: {label}: an array of {value.dtype.name} converted to the op's "
                           f"{dtype.value} loses precision; pass {dtype.value} (e.g. "
                           f"array.astype(np.{dtype.value})){wider} to avoid this warning",
                           UserWarning, stacklevel=4)

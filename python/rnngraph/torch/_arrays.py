@@ -14,12 +14,14 @@ if TYPE_CHECKING:
 FLOATS = (torch.float32, torch.float64)
 
 
-def check_tensor(where: str, tensor: object, dtype: torch.dtype | None = None) -> torch.Tensor:
-    """``tensor`` if it is a dense CPU tensor of float32 or float64 (of ``dtype`` if given);
-    else a TypeError or ValueError naming ``where``."""
+def check_tensor(where: str, tensor: object, dtype: torch.dtype | None = None,
+                 meta: bool = False) -> torch.Tensor:
+    """``tensor`` if it is a dense CPU tensor of float32 or float64 (of ``dtype`` if given),
+    or with ``meta`` a meta tensor (shapes only: the op's fake kernel answers it); else a
+    TypeError or ValueError naming ``where``."""
     if not isinstance(tensor, torch.Tensor):
         raise TypeError(f"{where}: expected a torch.Tensor, got {type(tensor).__name__}")
-    if not tensor.is_cpu:
+    if not (tensor.is_cpu or (meta and tensor.is_meta)):
         raise ValueError(f"{where}: expected a CPU tensor, got one on device {tensor.device} "
                          "(rnngraph computes on the CPU: move it with .cpu())")
     return check_kind(where, tensor, dtype)

@@ -146,7 +146,10 @@ class _RecurrentModule(nn.Module):
             raise TypeError(f"{where}: recurrentWeight: the module's parameters are {dtype}; "
                             "rnngraph computes in float32 or float64: call .float() or "
                             ".double() on the module")
-        check_tensor(f"{where}: input", input, dtype)
+        # A module on meta (moved there, or built under torch.device("meta")) takes meta
+        # tensors: the op's fake kernel gives the outputs' shapes, as torch.nn's modules do.
+        meta = recurrent.is_meta
+        check_tensor(f"{where}: input", input, dtype, meta)
         unbatched = input.dim() == 2
         source = input.unsqueeze(1) if unbatched else input
         G, H, D = self._cell.spec.gates, self.hidden_size, self.num_directions
@@ -154,19 +157,20 @@ class _RecurrentModule(nn.Module):
         if source.dim() != 3 or source.shape[2] != features:
             raise ValueError(f"{where}: input: expected time-major [T, N, {features}] (or "
                              f"unbatched [T, {features}]), got shape {list(input.shape)}")
-        states = self._initial_states(where, hx, source.shape[1], unbatched, dtype)
+        states = self._initial_states(where, hx, source.shape[1], unbatched, dtype, meta)
         # (A parameter off the CPU is named by the op: its fake kernel refuses mixed devices.)
         inputs: dict[str, Any] = {"source": source, **parameters, **states,
-                                  "mask": self._mask(where, mask, dtype, unbatched)}
+                                  "mask": self._mask(where, mask, dtype, unbatched, meta)}
         outputs = _direct.call(self._cell, inputs, self._options)  # (training: if recorded)
         output, *final = (t.squeeze(1) for t in outputs) if unbatched else outputs
         state: State = (final[0], final[1]) if self._cell.has_cell else final[0]
         return output, state
 
     def _initial_states(self, where: str, hx: State | None, N: int, unbatched: bool,
-                        dtype: torch.dtype) -> dict[str, torch.Tensor | None]:
+                        dtype: torch.dtype, meta: bool) -> dict[str, torch.Tensor | None]:
         """torch.nn's ``hx``, checked, as the op's initState (initCell) in torch.nn's layout
-        ``[D, N, H]`` (unbatched ``[D, H]``), which ``_direct.call`` takes."""
+        ``[D, N, H]`` (unbatched ``[D, H]``), which ``_direct.call`` takes (on meta when
+        ``meta``)."""
         labels = ("initState", "initCell") if self._cell.has_cell else ("initState",)
         if hx is None:
             return dict.fromkeys(labels)
@@ -181,16 +185,16 @@ class _RecurrentModule(nn.Module):
         D, H = self.num_directions, self.hidden_size
         expected = [D, H] if unbatched else [D, N, H]
         for name, state in zip(names, given):
-            check_tensor(f"{where}: {name}", state, dtype)
+            check_tensor(f"{where}: {name}", state, dtype, meta)
             if list(state.shape) != expected:
                 raise ValueError(f"{where}: {name}: expected shape {expected} ([D, N, H] for "
                                  f"time-major input), got {list(state.shape)}")
         return dict(zip(labels, given))
 
     def _mask(self, where: str, mask: torch.Tensor | None, dtype: torch.dtype,
-              unbatched: bool) -> torch.Tensor | None:
+              unbatched: bool, meta: bool) -> torch.Tensor | None:
         """The mask for the op: bool as 0/1 of the input's dtype; with unbatched input a
-        ``[T, D·H]`` mask gets the N axis the input got."""
+        ``[T, D·H]`` mask gets the N axis the input got (on meta when ``meta``)."""
         if mask is None:
             return None
         if not isinstance(mask, torch.Tensor):
@@ -201,7 +205,7 @@ class _RecurrentModule(nn.Module):
             raise ValueError(f"{where}: mask: the mask is a constant and gets no gradient, but "
                              "it requires grad; pass mask.detach()")
         return check_tensor(f"{where}: mask", mask.to(dtype) if mask.dtype == torch.bool
-                            else mask, dtype)
+                            else mask, dtype, meta)
 
     def extra_repr(self) -> str:
         parameters = [f"{self.input_size}, {self.hidden_size}"]

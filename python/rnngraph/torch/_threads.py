@@ -17,6 +17,7 @@ Two rules (docs/pytorch.md, "Threads"):
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Literal
 
 import torch
@@ -87,9 +88,15 @@ def get_thread_pool() -> Pool:
 
 def adopt_torch_pool() -> None:
     """The default at import: torch's pool where it can be shared, unless the environment
-    says ``RNNGRAPH_TORCH_POOL=rnngraph``."""
-    if os.environ.get("RNNGRAPH_TORCH_POOL", "torch") == "rnngraph":
+    says ``RNNGRAPH_TORCH_POOL=rnngraph``. Another value is ignored with a RuntimeWarning
+    (as ``RNNGRAPH_NUM_THREADS`` is)."""
+    choice = os.environ.get("RNNGRAPH_TORCH_POOL", "torch")
+    if choice == "rnngraph":
         return
+    if choice != "torch":
+        warnings.warn(f"RNNGRAPH_TORCH_POOL={choice!r} is neither 'torch' nor 'rnngraph'; "
+                      "ignored: rnngraph runs on torch's pool where it can be shared",
+                      RuntimeWarning, stacklevel=2)
     runtime = torch_openmp_runtime()
     if runtime is not None:
         _core._use_host_openmp(runtime)
