@@ -130,7 +130,8 @@ struct RowTiles {
 // A's rows in blocks of MR, each block p-major (block[p·mr + r]), so a tile's broadcasts
 // read one contiguous stream: rows of A a power-of-two apart (H = 512, 1024) would
 // otherwise fall into the same L1 set and evict each other. The copy lives in a per-thread
-// buffer that only grows, so the steps of a time loop allocate nothing.
+// buffer that is kept, so the steps of a time loop allocate nothing; sweep_panels keeps it
+// within tuning::kCopiedRowsBytes.
 template <class S, int MR>
 const S* pack_rows(Index m, Index kc, const S* a, Index lda) {
   thread_local std::vector<S, AlignedAllocator<S>> buffer;
@@ -221,6 +222,18 @@ void sweep_panels(Index m, Index k0, Index kc, const S* a, Index lda, const Pack
   // (tuning.hpp, kCopyRowsMinPanels), counted per run: a team's item, a few panels of each
   // gate, reads them in place, as it did when each gate's run was a product of its own.
   const bool copy_rows = order.run >= tuning::kCopyRowsMinPanels;
+  // More rows than the kept copy holds: chunks of rows that fit, as even as they go. Each C
+  // element's sum over p is the same whichever rows share its sweep.
+  const Index fit =
+      kc > 0 ? std::max<Index>(1, static_cast<Index>(tuning::kCopiedRowsBytes / sizeof(S)) / kc)
+             : m;
+  if (copy_rows && m > fit) {
+    const Index chunks = (m + fit - 1) / fit, rows = (m + chunks - 1) / chunks;
+    for (Index r0 = 0; r0 < m; r0 += rows)
+      sweep_panels(std::min(rows, m - r0), k0, kc, a + r0 * lda, lda, b, order, c0, beta,
+                   c + r0 * ldc, ldc, descending);
+    return;
+  }
   auto sweep = [&](auto nv) {
     constexpr int NV = decltype(nv)::value;
     Index lo = 0, hi = count;  // the positions not swept yet

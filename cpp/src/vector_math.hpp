@@ -3,7 +3,8 @@
 // column in registers).
 //
 // float: exp, sigmoid and tanh are computed here with vector instructions (Cephes' expf and
-// tanhf; measured within 2.3 ulp of the exact value, tanh saturating to exactly ±1). double:
+// tanhf; measured within 2.5 ulp of the exact value over the normal range, sigmoid
+// 2.48 ulp at x = -16.6357, tanh 1.33; tanh saturating to exactly ±1). double:
 // each lane goes through the C library (double is the precision of gradient checks, not of
 // the benchmarks). NaN propagates through every activation and derivative.
 #pragma once

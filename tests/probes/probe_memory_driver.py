@@ -117,6 +117,20 @@ def core_packed(seed: int, I: int = 256, H: int = 256) -> None:
     assert h.shape == (16, 32, H) and z.shape == (16, 32, 4 * H)
 
 
+def large_batch_step(seed: int, T: int = 2, N: int = 65536, I: int = 8, H: int = 128) -> None:
+    """A training step over a batch of 65536 rows: its step products copy their rows of the
+    state (32 MiB at H = 128) into a buffer each thread keeps, which must stay small."""
+    rng = np.random.default_rng(seed)
+    g = rg.Graph()
+    x = g.placeholder(shape=(T, N, I), dataType=rg.float32, name="x")
+    R, W = weights(rng, 4 * H, H), weights(rng, 4 * H, I)
+    (h,) = g.LSTM(x, recurrentWeight=R, inputWeight=W)
+    grads = g.gradients(of=h, with_=[x])
+    out = g.run(feeds={x: rng.standard_normal((T, N, I)).astype(np.float32)},
+                targetTensors=[h, *grads.values()])
+    assert out[h].shape == (T, N, H)
+
+
 def lstm_inference_no_gc(seed: int) -> None:
     """As lstm_inference, with the cyclic garbage collector off: a Graph must be freed by
     reference counting alone when its last reference goes."""
@@ -132,7 +146,8 @@ SCENARIOS = {"lstm_constant_weights": (lstm_inference, 20),
              "lstm_training_step": (lstm_training, 20),
              "gru_graph_gradients": (gru_autodiff, 12),
              "many_graphs_alive": (many_alive, 8),
-             "core_packed_weights": (core_packed, 20)}
+             "core_packed_weights": (core_packed, 20),
+             "large_batch_step": (large_batch_step, 4)}
 
 
 def main() -> None:

@@ -1,8 +1,9 @@
 """RSS stays flat over repeated Graph builds and runs (constant weights, fed weights with
 gradient ops, Graph.gradients, several graphs alive at once, the compiled module's packed
-weights; one scenario with the garbage collector off), and comes back within 20 MiB of its
-starting point once the user's objects are gone (gc.collect() at most). The measurements
-run in a process of their own (probe_memory_driver.py); no timing is asserted."""
+weights, a step over a batch of 65536 rows; one scenario with the garbage collector off),
+and comes back within 20 MiB of its starting point once the user's objects are gone
+(gc.collect() at most). The measurements run in a process of their own
+(probe_memory_driver.py); no timing is asserted."""
 
 from __future__ import annotations
 

@@ -38,12 +38,35 @@ void add_bias_rows(S* p, Index rows, Index cols, const S* bias) {
       Eigen::Map<const Eigen::Array<S, 1, Eigen::Dynamic>>(bias, cols);
 }
 
-// out[j] = Σ_r p[r, j], rows added in order so the result never depends on alignment.
+// out[j] = Σ_r p[r, j] (the bias gradients: sums over all T·N rows), pairwise: blocks of
+// kSumRows rows added in order, the blocks' sums added as a binary tree, merged as a binary
+// counter merges its carries. A float32 sum then errs by O(kSumRows + log(rows)) roundings
+// instead of O(rows), as NumPy's and torch's sums do: summed row by row, the bias gradient
+// of a GRU at T·N = 12800 erred 13× more than torch's (normwise 2.0e-6 against 1.5e-7), and
+// 17× at T·N = 16000. The order is fixed, so the result never depends on alignment or
+// threads.
+constexpr Index kSumRows = 16;
 template <class S>
 void column_sums(const S* p, Index rows, Index cols, Index ld, S* out) {
   Eigen::Map<Eigen::Array<S, 1, Eigen::Dynamic>> o(out, cols);
   o.setZero();
-  for (Index r = 0; r < rows; ++r) o += cblock(p + r * ld, 1, cols, ld);
+  if (rows <= 0 || cols <= 0) return;
+  const Index blocks = (rows + kSumRows - 1) / kSumRows;
+  Index levels = 1;  // the counter's bits: at most this many sums wait to be merged
+  while ((Index{1} << levels) <= blocks) ++levels;
+  Eigen::Array<S, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> waiting(levels + 1, cols);
+  Index held = 0;
+  for (Index b = 0; b < blocks; ++b) {
+    auto sum = waiting.row(held++);
+    sum.setZero();
+    for (Index r = b * kSumRows, end = std::min(rows, r + kSumRows); r < end; ++r)
+      sum += cblock(p + r * ld, 1, cols, ld);
+    // Two sums of as many blocks each become one (b + 1 blocks so far: one per trailing 0).
+    for (Index count = b + 1; (count & 1) == 0; count >>= 1, --held)
+      waiting.row(held - 2) += waiting.row(held - 1);
+  }
+  for (; held > 1; --held) waiting.row(held - 2) += waiting.row(held - 1);
+  o = waiting.row(0);
 }
 
 }  // namespace rnngraph::detail
