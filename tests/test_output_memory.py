@@ -99,3 +99,23 @@ def test_large_outputs_start_on_a_huge_page_boundary(rng):
     assert large, "the shapes above should give outputs of 2 MiB or more"
     for array in large:
         assert array.ctypes.data % (2 << 20) == 0
+
+
+def test_each_threads_scratch_is_kept_memory_and_given_back_when_idle(rng):
+    """The rows a step product copies stay in each thread's scratch from step to step and
+    call to call (cpp/src/thread_scratch.hpp): counted by kept_memory(), and returned to the
+    system by release_memory() or after an idle second, with the kept blocks."""
+    import time
+
+    T, N, I, H = 2, 4096, 8, 128  # a row chunk's copy of up to 2 MiB per thread
+    g = rg.Graph()
+    x = g.placeholder(shape=(T, N, I), dataType=rg.float32, name="x")
+    (h,) = g.LSTM(x, recurrentWeight=(rng.standard_normal((4 * H, H)) * 0.1).astype(np.float32),
+                  inputWeight=np.ones((4 * H, I), np.float32))
+    grads = g.gradients(of=h, with_=[x])
+    feeds = {x: rng.standard_normal((T, N, I)).astype(np.float32)}
+    for release in (rg.release_memory, lambda: time.sleep(1.6)):
+        g.run(feeds=feeds, targetTensors=[h, *grads.values()])
+        assert rg.kept_memory() > 0
+        release()
+        assert rg.kept_memory() == 0

@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <mutex>
 #include <system_error>
@@ -13,6 +14,8 @@
 #include <malloc.h>
 #include <sys/mman.h>
 #endif
+
+#include "thread_scratch.hpp"
 
 namespace rnngraph {
 namespace {
@@ -62,25 +65,30 @@ void free_all(std::vector<KeptBlock>&& blocks) {
 // at every call cost a thread creation per call, and a thread ending while another thread
 // forks leaves glibc's stack cache inconsistent in the child, whose next thread creation
 // then aborts with "double free or corruption".)
+// Each thread's scratch (thread_scratch.hpp) is released with the blocks.
 void release_when_idle() {
   Pool& p = pool();
   std::unique_lock<std::mutex> lock(p.mutex);
+  auto holding = [&] { return !p.kept.empty() || scratch_bytes() > 0; };
   for (;;) {
-    if (p.kept.empty()) {
+    if (!holding()) {
       p.releaser_asleep = true;
-      p.wake.wait(lock, [&] { return !p.kept.empty(); });
+      p.wake.wait(lock, holding);
       p.releaser_asleep = false;
       continue;
     }
-    const auto due = p.last_use + kIdleRelease;
+    const auto due = std::max(p.last_use, scratch_last_use()) + kIdleRelease;
     if (std::chrono::steady_clock::now() < due) {
       p.wake.wait_until(lock, due);
       continue;
     }
     std::vector<KeptBlock> dropped = take_all(p);
     lock.unlock();
+    const bool all_scratch = release_unused_scratch();
     free_all(std::move(dropped));
     lock.lock();
+    // A scratch leased all along (one long step product): again a period later, not at once.
+    if (!all_scratch) p.wake.wait_for(lock, kIdleRelease);
   }
 }
 
@@ -208,13 +216,20 @@ void release_kept_memory() {
     std::lock_guard<std::mutex> lock(p.mutex);
     dropped = take_all(p);
   }
+  release_unused_scratch();
   free_all(std::move(dropped));
 }
 
 std::size_t kept_bytes() {
   Pool& p = pool();
   std::lock_guard<std::mutex> lock(p.mutex);
-  return p.bytes;
+  return p.bytes + scratch_bytes();
+}
+
+void wake_releaser() {
+  Pool& p = pool();
+  std::lock_guard<std::mutex> lock(p.mutex);
+  start_releaser(p);
 }
 
 }  // namespace rnngraph

@@ -3,9 +3,11 @@
 #include "parallel.hpp"
 #include "rnngraph/forced_paths.hpp"
 #include "simd.hpp"
+#include "thread_scratch.hpp"
 #include "tuning.hpp"
 
 #include <cstring>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
@@ -129,23 +131,21 @@ struct RowTiles {
 
 // A's rows in blocks of MR, each block p-major (block[p·mr + r]), so a tile's broadcasts
 // read one contiguous stream: rows of A a power-of-two apart (H = 512, 1024) would
-// otherwise fall into the same L1 set and evict each other. The copy lives in a per-thread
-// buffer that is kept, so the steps of a time loop allocate nothing; sweep_panels keeps it
-// within tuning::kCopiedRowsBytes.
+// otherwise fall into the same L1 set and evict each other. The copy goes to the thread's
+// scratch (thread_scratch.hpp), kept from step to step, so the steps of a time loop allocate
+// nothing; sweep_panels keeps it within tuning::kCopiedRowsBytes.
 template <class S, int MR>
-const S* pack_rows(Index m, Index kc, const S* a, Index lda) {
-  thread_local std::vector<S, AlignedAllocator<S>> buffer;
-  if (buffer.size() < static_cast<size_t>(m * kc)) buffer.resize(static_cast<size_t>(m * kc));
+const S* pack_rows(Index m, Index kc, const S* a, Index lda, S* copy) {
   const RowTiles tiles(m, MR);
   for (Index t = 0; t < tiles.tiles; ++t) {
     const Index i0 = tiles.start(t), mr = tiles.rows(t);
-    S* __restrict dst = buffer.data() + i0 * kc;
+    S* __restrict dst = copy + i0 * kc;
     for (Index r = 0; r < mr; ++r) {
       const S* __restrict src = a + (i0 + r) * lda;
       for (Index p = 0; p < kc; ++p) dst[p * mr + r] = src[p];
     }
   }
-  return buffer.data();
+  return copy;
 }
 
 // The panels a product takes, in the order of their positions 0 .. count() - 1: `runs` runs of
@@ -172,7 +172,11 @@ Index panel_sweep(Index m, Index k0, Index kc, const S* a, Index lda, bool packe
                   const PackedPanels<S>& b, PanelRuns order, Index c0, Index lo, Index hi,
                   bool descending, S beta, S* c, Index ldc) {
   const Index blocks = (hi - lo) / NP;  // of NP panels each
-  if (packed_rows && blocks > 0) a = pack_rows<S, MR>(m, kc, a, lda);
+  std::optional<ScratchLease> copy;     // (held until the sweep ends)
+  if (packed_rows && blocks > 0) {
+    copy.emplace(static_cast<std::size_t>(m * kc) * sizeof(S));
+    a = pack_rows<S, MR>(m, kc, a, lda, static_cast<S*>(copy->data()));
+  }
   for (Index block = 0; block < blocks; ++block) {
     const Index i = descending ? hi - (block + 1) * NP : lo + block * NP;
     const S* panels[NP];

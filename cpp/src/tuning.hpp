@@ -204,10 +204,10 @@ constexpr Index kPanelPaddingShare = 8;
 // (machine16-team-operand-ab, part 3). A row chunk's step (2-core machine, 2 threads) read in
 // place: forward loops of rows 7 and 10 7 % slower, others within noise.
 constexpr Index kCopyRowsMinPanels = 16;
-// The copy lives in a buffer each thread keeps (the steps of a time loop allocate nothing),
-// of at most this many bytes: more rows are swept in chunks whose copy fits. Every benchmark
-// row's copy fits whole (the largest, row 13's backward step at N = 64 over 4H = 4096: 1 MiB
-// in float32); a batch of 20000 rows at 4H = 2048 kept 156 MiB per thread for good before.
+// The copy lives in the thread's scratch (thread_scratch.hpp: kept from call to call, given
+// back once rnngraph is idle), of at most this many bytes: more rows are swept in chunks
+// whose copy fits. Every benchmark row's copy fits whole (the largest, row 13's backward
+// step at N = 64 over 4H = 4096: 1 MiB in float32).
 constexpr std::size_t kCopiedRowsBytes = std::size_t{2} << 20;
 
 // ---- Parallel sections and waiting (parallel.hpp, runtime/) ---------------------------
