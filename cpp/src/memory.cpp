@@ -2,7 +2,6 @@
 
 #include <pthread.h>
 
-#include <algorithm>
 #include <condition_variable>
 #include <mutex>
 #include <system_error>
@@ -77,7 +76,7 @@ void release_when_idle() {
       p.releaser_asleep = false;
       continue;
     }
-    const auto due = std::max(p.last_use, scratch_last_use()) + kIdleRelease;
+    const auto due = p.last_use + kIdleRelease;
     if (std::chrono::steady_clock::now() < due) {
       p.wake.wait_until(lock, due);
       continue;
@@ -229,6 +228,7 @@ std::size_t kept_bytes() {
 void wake_releaser() {
   Pool& p = pool();
   std::lock_guard<std::mutex> lock(p.mutex);
+  p.last_use = std::chrono::steady_clock::now();
   start_releaser(p);
 }
 

@@ -161,22 +161,20 @@ struct PanelRuns {
 // column c0), all rows of A per group of panels (the panels stay in cache while the rows pass
 // over them), from the front, or from the back when `descending` (packed_gemm). A group may
 // take panels of different runs: each C element is summed over p on its own, whichever panels
-// share its tile. With `packed_rows` A is first packed by pack_rows. Returns the end of the
-// positions it left, fewer than NP: [returned, hi) from the front, [lo, returned) from the back.
+// share its tile. Given a `copy` (m·kc elements), A is first packed there by pack_rows.
+// Returns the end of the positions it left, fewer than NP: [returned, hi) from the front,
+// [lo, returned) from the back.
 // Cutting k into L1-sized pieces measured slower; so did slices of 128 or 256 rows of B
 // resumed from partial sums, for row 5's input projection on the 2-core Zen 4, while on the
 // 16-core Xeon only row 5 on one thread was faster, the other cells within the rounds' spread
 // (results/machine16-depth-slices-ab-2026-11-29.txt).
 template <class S, int MR, int NP, int NV>
-Index panel_sweep(Index m, Index k0, Index kc, const S* a, Index lda, bool packed_rows,
+Index panel_sweep(Index m, Index k0, Index kc, const S* a, Index lda, S* copy,
                   const PackedPanels<S>& b, PanelRuns order, Index c0, Index lo, Index hi,
                   bool descending, S beta, S* c, Index ldc) {
   const Index blocks = (hi - lo) / NP;  // of NP panels each
-  std::optional<ScratchLease> copy;     // (held until the sweep ends)
-  if (packed_rows && blocks > 0) {
-    copy.emplace(static_cast<std::size_t>(m * kc) * sizeof(S));
-    a = pack_rows<S, MR>(m, kc, a, lda, static_cast<S*>(copy->data()));
-  }
+  const bool packed_rows = copy != nullptr;
+  if (packed_rows && blocks > 0) a = pack_rows<S, MR>(m, kc, a, lda, copy);
   for (Index block = 0; block < blocks; ++block) {
     const Index i = descending ? hi - (block + 1) * NP : lo + block * NP;
     const S* panels[NP];
@@ -238,6 +236,13 @@ void sweep_panels(Index m, Index k0, Index kc, const S* a, Index lda, const Pack
                    c + r0 * ldc, ldc, descending);
     return;
   }
+  // The thread's scratch for the copy, leased once per sweep here. A lease inside panel_sweep
+  // made rows 8, 10 and 13 at 16 threads 24-51 % slower on the 16-core Xeon (medians of 3
+  // rounds, each build alone, alternating; results/machine16-scratch-lease-ab-2026-11-30.txt);
+  // here they are within the rounds' spread of the build before the scratch.
+  std::optional<ScratchLease> lease;
+  if (copy_rows && m > kFewRows) lease.emplace(static_cast<std::size_t>(m * kc) * sizeof(S));
+  S* const copy = lease ? static_cast<S*>(lease->data()) : nullptr;
   auto sweep = [&](auto nv) {
     constexpr int NV = decltype(nv)::value;
     Index lo = 0, hi = count;  // the positions not swept yet
@@ -248,17 +253,17 @@ void sweep_panels(Index m, Index k0, Index kc, const S* a, Index lda, const Pack
       // One or two rows: three panels at once give enough independent accumulators to hide
       // the FMA latency of this bandwidth-bound product, and two panels left over still
       // twice as many as one (a team's items leave them: tuning.hpp, kTeamRunPanels).
-      left(panel_sweep<S, kFewRows, 3, NV>(m, k0, kc, a, lda, false, b, order, c0, lo, hi,
+      left(panel_sweep<S, kFewRows, 3, NV>(m, k0, kc, a, lda, nullptr, b, order, c0, lo, hi,
                                            descending, beta, c, ldc));
-      left(panel_sweep<S, kFewRows, 2, NV>(m, k0, kc, a, lda, false, b, order, c0, lo, hi,
+      left(panel_sweep<S, kFewRows, 2, NV>(m, k0, kc, a, lda, nullptr, b, order, c0, lo, hi,
                                            descending, beta, c, ldc));
     } else if (tile == TilePath::some) {
-      left(panel_sweep<S, kSomeRows, 2, NV>(m, k0, kc, a, lda, copy_rows, b, order, c0, lo, hi,
+      left(panel_sweep<S, kSomeRows, 2, NV>(m, k0, kc, a, lda, copy, b, order, c0, lo, hi,
                                             descending, beta, c, ldc));
     }
     // The many-row tile, and the panels left over by a wider tile.
-    panel_sweep<S, kTileRows<NV>, 1, NV>(m, k0, kc, a, lda, copy_rows && m > kFewRows, b, order, c0,
-                                         lo, hi, descending, beta, c, ldc);
+    panel_sweep<S, kTileRows<NV>, 1, NV>(m, k0, kc, a, lda, m > kFewRows ? copy : nullptr, b, order,
+                                         c0, lo, hi, descending, beta, c, ldc);
   };
   simd::with_rows<kPanelVectors>(b.width / Vec<S>::lanes, sweep);
 }

@@ -25,7 +25,6 @@ struct Registry {
   std::mutex mutex;
   std::vector<Scratch*> all;
   std::atomic<std::size_t> bytes{0};
-  std::atomic<std::chrono::steady_clock::rep> last_use{0};
 };
 
 // Never destroyed: threads may end during interpreter shutdown.
@@ -104,18 +103,12 @@ ScratchLease::ScratchLease(std::size_t bytes) : scratch_(&owner.get()) {
   data_ = scratch_->data;
 }
 
-ScratchLease::~ScratchLease() {
-  registry().last_use.store(std::chrono::steady_clock::now().time_since_epoch().count(),
-                            std::memory_order_relaxed);
-  scratch_->leased.unlock();
-}
+// (A lease records nothing shared, no clock read and no store to a line other threads
+// write: the releaser goes by the kept blocks' last use and the scratch's last growth, and
+// never frees a scratch that is leased.)
+ScratchLease::~ScratchLease() { scratch_->leased.unlock(); }
 
 std::size_t scratch_bytes() { return registry().bytes.load(std::memory_order_relaxed); }
-
-std::chrono::steady_clock::time_point scratch_last_use() {
-  return std::chrono::steady_clock::time_point(
-      std::chrono::steady_clock::duration(registry().last_use.load(std::memory_order_relaxed)));
-}
 
 bool release_unused_scratch() {
   Registry& r = registry();

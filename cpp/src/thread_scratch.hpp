@@ -6,7 +6,6 @@
 // batch's rows (156 MiB per thread after a batch of 20000 at H = 512).
 #pragma once
 
-#include <chrono>
 #include <cstddef>
 
 namespace rnngraph {
@@ -28,12 +27,12 @@ class ScratchLease {
   void* data_ = nullptr;
 };
 
-// For memory.cpp's releaser: the bytes every thread's scratch holds, when a lease last ended,
-// and the release of every scratch not leased now (true when none is left).
+// For memory.cpp's releaser: the bytes every thread's scratch holds, and the release of every
+// scratch not leased now (true when none is left).
 std::size_t scratch_bytes();
-std::chrono::steady_clock::time_point scratch_last_use();
 bool release_unused_scratch();
-// Implemented by memory.cpp: make sure the releaser counts down to the next idle release.
+// Implemented by memory.cpp, when a scratch grows: the releaser counts down to the next idle
+// release from now.
 void wake_releaser();
 
 }  // namespace rnngraph
