@@ -44,6 +44,7 @@ void drop(Scratch& s) {
 // A thread's scratch, listed while the thread lives.
 struct Owner {
   Scratch* scratch = nullptr;
+  bool leasing = false;  // a lease of this thread holds `scratch->leased`
   Scratch& get() {
     if (!scratch) {
       auto made = new Scratch;
@@ -88,11 +89,13 @@ void unlock_in_child() {
 
 ScratchLease::ScratchLease(std::size_t bytes) : scratch_(&owner.get()) {
   scratch_->leased.lock();
+  owner.leasing = true;
   if (scratch_->capacity < bytes) {
     try {
       drop(*scratch_);
-      scratch_->data = allocate_block(bytes);
+      scratch_->data = allocate_block(bytes);  // (may release the unused scratch: below)
     } catch (...) {
+      owner.leasing = false;
       scratch_->leased.unlock();
       throw;
     }
@@ -106,7 +109,10 @@ ScratchLease::ScratchLease(std::size_t bytes) : scratch_(&owner.get()) {
 // (A lease records nothing shared, no clock read and no store to a line other threads
 // write: the releaser goes by the kept blocks' last use and the scratch's last growth, and
 // never frees a scratch that is leased.)
-ScratchLease::~ScratchLease() { scratch_->leased.unlock(); }
+ScratchLease::~ScratchLease() {
+  owner.leasing = false;
+  scratch_->leased.unlock();
+}
 
 std::size_t scratch_bytes() { return registry().bytes.load(std::memory_order_relaxed); }
 
@@ -114,6 +120,10 @@ bool release_unused_scratch() {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   for (Scratch* s : r.all) {
+    if (s == owner.scratch) {  // this thread's: never try-locked by its own holder
+      if (!owner.leasing) drop(*s);
+      continue;
+    }
     if (!s->leased.try_lock()) continue;
     drop(*s);
     s->leased.unlock();
