@@ -224,24 +224,25 @@ void sweep_panels(Index m, Index k0, Index kc, const S* a, Index lda, const Pack
   // (tuning.hpp, kCopyRowsMinPanels), counted per run: a team's item, a few panels of each
   // gate, reads them in place, as it did when each gate's run was a product of its own.
   const bool copy_rows = order.run >= tuning::kCopyRowsMinPanels;
-  // More rows than the kept copy holds: chunks of rows that fit, as even as they go. Each C
-  // element's sum over p is the same whichever rows share its sweep.
-  const Index fit =
-      kc > 0 ? std::max<Index>(1, static_cast<Index>(tuning::kCopiedRowsBytes / sizeof(S)) / kc)
-             : m;
-  if (copy_rows && m > fit) {
-    const Index chunks = (m + fit - 1) / fit, rows = (m + chunks - 1) / chunks;
-    for (Index r0 = 0; r0 < m; r0 += rows)
-      sweep_panels(std::min(rows, m - r0), k0, kc, a + r0 * lda, lda, b, order, c0, beta,
-                   c + r0 * ldc, ldc, descending);
-    return;
-  }
   // The thread's scratch for the copy, leased once per sweep here. A lease inside panel_sweep
   // made rows 8, 10 and 13 at 16 threads 24-51 % slower on the 16-core Xeon (medians of 3
   // rounds, each build alone, alternating; results/machine16-scratch-lease-ab-2026-11-30.txt);
   // here they are within the rounds' spread of the build before the scratch.
   std::optional<ScratchLease> lease;
-  if (copy_rows && m > kFewRows) lease.emplace(static_cast<std::size_t>(m * kc) * sizeof(S));
+  if (copy_rows && m > kFewRows) {
+    // More rows than the copy may hold: chunks of rows that fit, as even as they go. Each C
+    // element's sum over p is the same whichever rows share its sweep.
+    const Index most = static_cast<Index>(tuning::kCopiedRowsBytes / sizeof(S));
+    const Index fit = kc > 0 ? std::max<Index>(1, most / kc) : m;
+    if (m > fit) {
+      const Index chunks = (m + fit - 1) / fit, rows = (m + chunks - 1) / chunks;
+      for (Index r0 = 0; r0 < m; r0 += rows)
+        sweep_panels(std::min(rows, m - r0), k0, kc, a + r0 * lda, lda, b, order, c0, beta,
+                     c + r0 * ldc, ldc, descending);
+      return;
+    }
+    lease.emplace(static_cast<std::size_t>(m * kc) * sizeof(S));
+  }
   S* const copy = lease ? static_cast<S*>(lease->data()) : nullptr;
   auto sweep = [&](auto nv) {
     constexpr int NV = decltype(nv)::value;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "rnngraph/memory.hpp"
@@ -12,15 +13,18 @@
 namespace rnngraph {
 
 struct Scratch {
-  std::mutex leased;  // held by a lease, or by a release
+  // Taken by a lease, or by a release: a release takes only a scratch no lease holds (its
+  // own thread's included), and a lease waits only while a release frees it.
+  std::atomic<bool> busy{false};
   void* data = nullptr;
   std::size_t capacity = 0;
+  bool take() { return !busy.exchange(true, std::memory_order_acquire); }
+  void give() { busy.store(false, std::memory_order_release); }
 };
 
 namespace {
 
-// Every living thread's scratch. The mutex guards the list only: a release try-locks each
-// scratch, so it never waits for a lease, and a lease never takes the list's mutex.
+// Every living thread's scratch. The mutex guards the list only: a lease never takes it.
 struct Registry {
   std::mutex mutex;
   std::vector<Scratch*> all;
@@ -44,7 +48,6 @@ void drop(Scratch& s) {
 // A thread's scratch, listed while the thread lives.
 struct Owner {
   Scratch* scratch = nullptr;
-  bool leasing = false;  // a lease of this thread holds `scratch->leased`
   Scratch& get() {
     if (!scratch) {
       auto made = new Scratch;
@@ -68,8 +71,8 @@ struct Owner {
 thread_local Owner owner;
 
 // fork: the list's mutex is held across it. The child has only the forking thread, whose
-// scratch stays listed; the other threads' scratch is the parent's (their leases may be
-// held there), left alone.
+// scratch stays listed; the other threads' scratch is the parent's (leased there, maybe),
+// left alone.
 void lock_before_fork() { registry().mutex.lock(); }
 void unlock_after_fork() { registry().mutex.unlock(); }
 void unlock_in_child() {
@@ -88,15 +91,13 @@ void unlock_in_child() {
 }  // namespace
 
 ScratchLease::ScratchLease(std::size_t bytes) : scratch_(&owner.get()) {
-  scratch_->leased.lock();
-  owner.leasing = true;
+  while (!scratch_->take()) std::this_thread::yield();  // (a release is freeing it)
   if (scratch_->capacity < bytes) {
     try {
       drop(*scratch_);
-      scratch_->data = allocate_block(bytes);  // (may release the unused scratch: below)
+      scratch_->data = allocate_block(bytes);  // (may release the others' unused scratch)
     } catch (...) {
-      owner.leasing = false;
-      scratch_->leased.unlock();
+      scratch_->give();
       throw;
     }
     scratch_->capacity = bytes;
@@ -109,10 +110,7 @@ ScratchLease::ScratchLease(std::size_t bytes) : scratch_(&owner.get()) {
 // (A lease records nothing shared, no clock read and no store to a line other threads
 // write: the releaser goes by the kept blocks' last use and the scratch's last growth, and
 // never frees a scratch that is leased.)
-ScratchLease::~ScratchLease() {
-  owner.leasing = false;
-  scratch_->leased.unlock();
-}
+ScratchLease::~ScratchLease() { scratch_->give(); }
 
 std::size_t scratch_bytes() { return registry().bytes.load(std::memory_order_relaxed); }
 
@@ -120,13 +118,9 @@ bool release_unused_scratch() {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   for (Scratch* s : r.all) {
-    if (s == owner.scratch) {  // this thread's: never try-locked by its own holder
-      if (!owner.leasing) drop(*s);
-      continue;
-    }
-    if (!s->leased.try_lock()) continue;
+    if (!s->take()) continue;  // leased now
     drop(*s);
-    s->leased.unlock();
+    s->give();
   }
   return r.bytes.load(std::memory_order_relaxed) == 0;
 }

@@ -116,12 +116,6 @@ def _scalar(x: Any) -> Any:
 
 def _adam_compute(values_of: Callable[[RunArrays], NDArray[Any]],
                   a: RunArrays) -> list[NDArray[Any]]:
-    with np.errstate(all="ignore"):  # IEEE inf and nan, silently, as the fused pass gives them
-        return _adam_step(values_of, a)
-
-
-def _adam_step(values_of: Callable[[RunArrays], NDArray[Any]],
-               a: RunArrays) -> list[NDArray[Any]]:
     """One Adam step over arrays of one dataType (Python ints below keep it). With every
     hyper-parameter one number (the usual case) it is the core's fused pass on rnngraph's
     threads (rnngraph/optimizers.hpp); a hyper-parameter given per element takes NumPy's
@@ -131,23 +125,24 @@ def _adam_step(values_of: Callable[[RunArrays], NDArray[Any]],
     kept = a.get("maximumVelocity")
     h = {label: _scalar(x) for label, x in a.items()}  # hyper-parameters as numbers
     beta1, beta2, epsilon = h["beta1"], h["beta2"], h["epsilon"]
-    if h.get("currentLearningRate") is not None:
-        lr = h["currentLearningRate"]
-    else:
-        # lr[t] = learningRate * sqrt(1 - beta2^t) / (1 - beta1^t)
-        lr = h["learningRate"] * np.sqrt(1 - h["beta2Power"]) / (1 - h["beta1Power"])
-    if all(np.ndim(x) == 0 for x in (lr, beta1, beta2, epsilon)):
-        return list(_core.adam_update(
-            dense(values), dense(momentum), dense(velocity), None if kept is None else dense(kept),
-            dense(g), float(lr), float(beta1), float(beta2), float(epsilon)))
-    momentum = beta1 * momentum + g * (1 - beta1)
-    velocity = beta2 * velocity + (g * g) * (1 - beta2)
-    outputs = [momentum, velocity]
-    denominator = velocity
-    if kept is not None:  # AMSGrad: divide by the running maximum
-        denominator = np.maximum(kept, velocity)
-        outputs.append(denominator)
-    return [values - (lr * momentum) / (np.sqrt(denominator) + epsilon), *outputs]
+    with np.errstate(all="ignore"):  # IEEE inf and nan, silently, as the fused pass gives them
+        if h.get("currentLearningRate") is not None:
+            lr = h["currentLearningRate"]
+        else:
+            # lr[t] = learningRate * sqrt(1 - beta2^t) / (1 - beta1^t)
+            lr = h["learningRate"] * np.sqrt(1 - h["beta2Power"]) / (1 - h["beta1Power"])
+        if any(np.ndim(x) != 0 for x in (lr, beta1, beta2, epsilon)):
+            momentum = beta1 * momentum + g * (1 - beta1)
+            velocity = beta2 * velocity + (g * g) * (1 - beta2)
+            outputs = [momentum, velocity]
+            denominator = velocity
+            if kept is not None:  # AMSGrad: divide by the running maximum
+                denominator = np.maximum(kept, velocity)
+                outputs.append(denominator)
+            return [values - (lr * momentum) / (np.sqrt(denominator) + epsilon), *outputs]
+    return list(_core.adam_update(
+        dense(values), dense(momentum), dense(velocity), None if kept is None else dense(kept),
+        dense(g), float(lr), float(beta1), float(beta2), float(epsilon)))
 
 
 class OptimizerOps:
