@@ -1,7 +1,8 @@
 // Memory for rnngraph's buffers and output arrays.
 //
-// Blocks are 64-byte (cache line, AVX-512 vector) aligned; blocks of 2 MiB or more are
-// aligned to 2 MiB and marked for transparent huge pages (Linux's default THP mode,
+// Blocks are 64-byte (cache line, AVX-512 vector) aligned; blocks of 2 MiB or more are mapped
+// by rnngraph itself (not through malloc, so that freeing one returns it to the system at
+// once), aligned to 2 MiB and marked for transparent huge pages (Linux's default THP mode,
 // "madvise", gives them only to marked memory). The kernels stream over tens of megabytes
 // of weights and sequences; with 2 MiB pages they touch 512 times fewer pages.
 //
