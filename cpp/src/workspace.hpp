@@ -12,24 +12,6 @@
 
 namespace rnngraph {
 
-template <class S>
-struct AlignedAllocator {
-  using value_type = S;
-  AlignedAllocator() = default;
-  template <class U>
-  AlignedAllocator(const AlignedAllocator<U>&) {}
-  S* allocate(size_t n) { return static_cast<S*>(allocate_block(n * sizeof(S))); }
-  void deallocate(S* p, size_t n) { free_block(p, n * sizeof(S)); }
-  template <class U>
-  bool operator==(const AlignedAllocator<U>&) const {
-    return true;
-  }
-  template <class U>
-  bool operator!=(const AlignedAllocator<U>&) const {
-    return false;
-  }
-};
-
 // A workspace buffer of S: its memory comes from the blocks kept between calls
 // (rnngraph/memory.hpp) and goes back there, unless it holds long-lived data (unpooled).
 template <class S>
