@@ -20,7 +20,13 @@
 namespace rnngraph {
 namespace {
 
+constexpr std::size_t kPage = 4096;
 constexpr std::size_t kHugePage = std::size_t(1) << 21;
+
+// x rounded up to a multiple of `to`, a power of two.
+constexpr std::uintptr_t rounded_up(std::uintptr_t x, std::size_t to) {
+  return (x + to - 1) & ~std::uintptr_t(to - 1);
+}
 
 std::align_val_t alignment_for(std::size_t bytes) {
   return std::align_val_t{bytes >= kHugePage ? kHugePage : 64};
@@ -33,25 +39,32 @@ std::align_val_t alignment_for(std::size_t bytes) {
 // block at the arena's top stays resident, huge pages included, and malloc_trim does not reach
 // it: after a step over a batch of 65536 rows at 8 threads, 104 MiB of 4 MiB arena heaps
 // stayed resident with nothing kept (16-core machine, tests/probes/probe_memory_driver.py).
-std::size_t page_rounded(std::size_t bytes) {
-  constexpr std::size_t page = 4096;
-  return (bytes + page - 1) & ~(page - 1);
-}
-
+// Each is marked for transparent huge pages.
 void* map_block(std::size_t bytes) {
-  const std::size_t length = page_rounded(bytes);
+  const std::size_t length = rounded_up(bytes, kPage);
   if (length < bytes || length > SIZE_MAX - kHugePage) return nullptr;
   const std::size_t span = length + kHugePage;  // room to start on a 2 MiB boundary
   void* raw = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (raw == MAP_FAILED) return nullptr;
   const auto at = reinterpret_cast<std::uintptr_t>(raw);
-  const std::uintptr_t start = (at + kHugePage - 1) & ~std::uintptr_t(kHugePage - 1);
+  const std::uintptr_t start = rounded_up(at, kHugePage);
   const std::size_t head = start - at;
   if (head) munmap(raw, head);
   if (span - head > length) munmap(reinterpret_cast<char*>(start) + length, span - head - length);
+#if defined(MADV_HUGEPAGE)
+  madvise(reinterpret_cast<void*>(start), length, MADV_HUGEPAGE);  // advice: failure is harmless
+#endif
   return reinterpret_cast<void*>(start);
 }
 #endif
+
+// A block from the system, nullptr when none is to be had (free_block gives it back).
+void* system_block(std::size_t bytes) {
+#if defined(__linux__)
+  if (bytes >= kHugePage) return map_block(bytes);
+#endif
+  return ::operator new(bytes, alignment_for(bytes), std::nothrow);
+}
 
 // The kept blocks, shared by every thread, and the thread that releases them when idle.
 struct Pool {
@@ -161,8 +174,8 @@ void fault_in(void* p, std::size_t bytes) {
 #endif
   if (madvise(p, bytes, MADV_POPULATE_WRITE) == 0) return;
 #endif
-  const long page = 4096;  // (the contents are unspecified: write one byte a page)
-  for (std::size_t at = 0; at < bytes; at += page) static_cast<volatile char*>(p)[at] = 0;
+  // (the contents are unspecified: write one byte a page)
+  for (std::size_t at = 0; at < bytes; at += kPage) static_cast<volatile char*>(p)[at] = 0;
 }
 
 }  // namespace
@@ -182,21 +195,12 @@ std::size_t memory_short_of(std::size_t bytes) {
 void* allocate_block(std::size_t bytes) {
   if (memory_short_of(bytes)) release_kept_memory();  // what rnngraph keeps may be missing
   if (const std::size_t available = memory_short_of(bytes)) throw AllocationError(bytes, available);
-  auto get = [bytes]() -> void* {
-#if defined(__linux__)
-    if (bytes >= kHugePage) return map_block(bytes);
-#endif
-    return ::operator new(bytes, alignment_for(bytes), std::nothrow);
-  };
-  void* p = get();
+  void* p = system_block(bytes);
   if (!p) {
     release_kept_memory();
-    p = get();
+    p = system_block(bytes);
   }
   if (!p) throw AllocationError(bytes);
-#if defined(MADV_HUGEPAGE)
-  if (bytes >= kHugePage) madvise(p, bytes, MADV_HUGEPAGE);  // advice only: failure is harmless
-#endif
   if (bytes >= kCheckedBytes) fault_in(p, bytes);
   return p;
 }
@@ -205,7 +209,7 @@ void free_block(void* p, std::size_t bytes) {
   if (!p) return;
 #if defined(__linux__)
   if (bytes >= kHugePage) {
-    munmap(p, page_rounded(bytes));
+    munmap(p, rounded_up(bytes, kPage));
     return;
   }
 #endif
