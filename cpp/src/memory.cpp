@@ -32,6 +32,17 @@ std::align_val_t alignment_for(std::size_t bytes) {
   return std::align_val_t{bytes >= kHugePage ? kHugePage : 64};
 }
 
+// Whether a block of this size is mapped by map_block (and unmapped by free_block) rather
+// than taken from the C library's heap: the one test both sides of a block's life use.
+constexpr bool mapped_directly(std::size_t bytes) {
+#if defined(__linux__)
+  return bytes >= kHugePage;
+#else
+  (void)bytes;
+  return false;
+#endif
+}
+
 #if defined(__linux__)
 // Blocks of kHugePage or more are mapped by rnngraph itself, on a 2 MiB boundary, and unmapped
 // when freed. Through glibc they could land in a worker thread's arena (glibc maps only blocks
@@ -61,7 +72,7 @@ void* map_block(std::size_t bytes) {
 // A block from the system, nullptr when none is to be had (free_block gives it back).
 void* system_block(std::size_t bytes) {
 #if defined(__linux__)
-  if (bytes >= kHugePage) return map_block(bytes);
+  if (mapped_directly(bytes)) return map_block(bytes);
 #endif
   return ::operator new(bytes, alignment_for(bytes), std::nothrow);
 }
@@ -208,7 +219,7 @@ void* allocate_block(std::size_t bytes) {
 void free_block(void* p, std::size_t bytes) {
   if (!p) return;
 #if defined(__linux__)
-  if (bytes >= kHugePage) {
+  if (mapped_directly(bytes)) {
     munmap(p, rounded_up(bytes, kPage));
     return;
   }
