@@ -68,6 +68,16 @@ def _switches(task: Path) -> tuple[int, int]:
     return int(fields["voluntary_ctxt_switches"]), int(fields["nonvoluntary_ctxt_switches"])
 
 
+def _runqueue_ns(task: Path) -> int:
+    return int((task / "schedstat").read_text().split()[1])
+
+
+def thread_runqueue_ns() -> dict[int, int]:
+    """Time (ns) every live thread of this process has spent runnable on a run queue while
+    another thread had its CPU, by thread id; empty where the kernel has no schedstat."""
+    return _per_thread(_runqueue_ns) if source() == "schedstat" else {}
+
+
 def thread_switches() -> dict[int, tuple[int, int]]:
     """(voluntary, involuntary) context switches so far of every live thread of this process,
     by thread id: a thread slept, or the OS took its core."""

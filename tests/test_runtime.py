@@ -145,6 +145,63 @@ def test_idle_threads_use_no_cpu_a_second_after_the_last_call():
     assert ticks <= 1, f"rnngraph's idle threads used {ticks} ticks of CPU in a second"
 
 
+MAKING_WAY = """
+    import os, subprocess, sys, time
+    cpus = sorted(os.sched_getaffinity(0))[:{cpus}]
+    os.sched_setaffinity(0, cpus)  # before any worker starts: theirs is this mask too
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range({busy})]
+    try:
+        import numpy as np
+        import rnngraph as rg
+        from rnngraph._native import core
+        rng = np.random.default_rng(0)
+        g = rg.Graph()  # row 4 of BENCHMARKS.md: the threads share each step's product
+        x = g.placeholder(shape=(25, 1, 512), dataType=rg.float32, name="x")
+        R = g.placeholder(shape=(2048, 512), dataType=rg.float32, name="R")
+        W = g.placeholder(shape=(2048, 512), dataType=rg.float32, name="W")
+        h = g.LSTM(x, recurrentWeight=R, inputWeight=W, descriptor=rg.LSTMDescriptor())[0]
+        feeds = {{x: rng.standard_normal((25, 1, 512), np.float32),
+                  R: 0.05 * rng.standard_normal((2048, 512), np.float32),
+                  W: 0.05 * rng.standard_normal((2048, 512), np.float32)}}
+        rg.set_num_threads(1)
+        expected = g.run(feeds, targetTensors=[h])[h]
+        rg.set_num_threads({threads})
+        start = time.monotonic()
+        calls = 0
+        while time.monotonic() - start < {seconds} and core._worker_moves() < {enough}:
+            assert np.array_equal(g.run(feeds, targetTensors=[h])[h], expected)
+            calls += 1
+    finally:
+        for p in busy:
+            p.kill()
+            p.wait()
+    masks = {{os.sched_getaffinity(int(t)) == set(cpus) for t in os.listdir("/proc/self/task")}}
+    print(core._worker_moves(), calls, masks == {{True}}, len(os.listdir("/proc/self/task")))
+"""
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
+def test_a_worker_beside_a_descheduled_caller_moves_and_keeps_its_mask():
+    """Two CPUs, the caller, a worker and a busy process: the scheduler puts the caller and its
+    worker on one core again and again, and the worker moves off (runtime/core_moves.hpp).
+    Every result is the one-thread result's bits, and every thread ends with the mask it had."""
+    out = child(MAKING_WAY.format(cpus=2, busy=1, threads=2, seconds=60, enough=5))
+    moves, calls, masks_kept, threads = out.split()
+    assert int(moves) >= 5, f"no worker moved in {calls} calls"
+    assert masks_kept == "True", "a thread's affinity mask was left narrowed"
+    assert int(threads) >= 2
+
+
+def test_a_worker_with_no_other_core_yields_and_finishes():
+    """One CPU for a team of three beside a busy process: a worker waiting beside a
+    descheduled team member has nowhere to move, so it yields; every call finishes with the
+    one-thread result."""
+    out = child(MAKING_WAY.format(cpus=1, busy=1, threads=3, seconds=3, enough=1))
+    moves, calls, masks_kept, threads = out.split()
+    assert int(moves) == 0 and int(calls) > 0 and masks_kept == "True"
+    assert int(threads) >= 3
+
+
 def test_the_default_thread_count_is_the_cpus_this_process_may_use():
     code = """
         import os

@@ -34,5 +34,5 @@ def test_a_busy_helper_thread_is_seen_with_its_share():
 def test_the_counters_list_every_thread_of_the_process():
     counters = thread_shares.thread_counters()
     assert threading.get_native_id() in counters
-    cpu, voluntary, involuntary = counters[threading.get_native_id()]
-    assert cpu >= 0 and voluntary >= 0 and involuntary >= 0
+    cpu, waiting, voluntary, involuntary = counters[threading.get_native_id()]
+    assert cpu >= 0 and waiting >= 0 and voluntary >= 0 and involuntary >= 0

@@ -175,6 +175,12 @@ def _host_pool_stalls() -> tuple[int, int]:
 def _set_host_pool_fall_back(on: bool) -> None:
     """For measurements: whether a stalling adopted pool rests (the default: True)."""
 
+def _worker_moves() -> int:
+    """For tests and measurements: how many times rnngraph's workers moved to another core to make way for a team member descheduled on theirs."""
+
+def _set_worker_moves(on: bool) -> None:
+    """For measurements: whether workers make way by moving to another core (the default: True) or by yielding."""
+
 # For tests and measurements.
 def _force_paths(*, product: str = "auto", tile: str = "auto", split: str = "auto",
                  sweep: str = "auto", steps: str = "auto") -> None:

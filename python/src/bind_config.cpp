@@ -184,6 +184,12 @@ void bind_config(py::module_& m) {
         "OpenMP pool.");
   m.def("_set_host_pool_fall_back", &set_host_pool_fall_back, py::arg("on"),
         "For measurements: whether a stalling adopted pool rests (the default: True).");
+  m.def("_worker_moves", &worker_moves,
+        "For tests and measurements: how many times rnngraph's workers moved to another core to "
+        "make way for a team member descheduled on theirs.");
+  m.def("_set_worker_moves", &set_worker_moves, py::arg("on"),
+        "For measurements: whether workers make way by moving to another core (the default: "
+        "True) or by yielding.");
   bind_paths(m);
   m.def("release_kept_memory", &release_kept_memory,
         "Return the memory kept between calls to the system now (done by itself when idle).");

@@ -58,5 +58,10 @@ std::string host_openmp();
 // rnngraph's own workers (tuning::kHostPoolStallUs); and turning those rests off or on.
 std::pair<long long, long long> host_pool_stalls();
 void set_host_pool_fall_back(bool on);
+// For tests and measurements: how many times rnngraph's workers moved to another core to make
+// way for a team member descheduled on theirs (runtime/core_moves.hpp); and turning those
+// moves off or on (on by default).
+long long worker_moves();
+void set_worker_moves(bool on);
 
 }  // namespace rnngraph

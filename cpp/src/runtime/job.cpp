@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "runtime/core_moves.hpp"
 #include "runtime/host_openmp.hpp"
 #include "runtime/thread_state.hpp"
 #include "runtime/worker_pool.hpp"
@@ -151,24 +152,40 @@ void Job::work(int slot) {
     }
     if (claimed) mine.running_on.store(-1, std::memory_order_relaxed);
     phase_.wait_while(phase, tuning::kPhaseSpinUs, tuning::kPhasePatienceUs,
-                      [&] { return item_runs_beside(slot); });
+                      [&] { return make_way(slot); });
   }
 }
 
 // Whether another slot's thread, still running items of the current phase, claimed them on
-// the core this thread is on: one the OS has descheduled to run this one, which this thread
-// holds back unless it yields. A thread the OS has moved meanwhile is found on its old core
-// (so this one may spin for kPhasePatienceUs where it could have yielded, or yield where it
-// could have spun).
-bool Job::item_runs_beside(int slot) const {
-  const int cpu = sched_getcpu();
-  if (cpu < 0) return true;  // unknown: yield, as a waiter always did before
+// core `cpu`, this thread's: one the OS has descheduled to run this one, which this thread
+// holds back unless it yields or moves. A thread the OS has moved meanwhile is found on its
+// old core (so this one may spin for kPhasePatienceUs where it could have made way, or make
+// way where it could have spun).
+bool Job::item_runs_on(int cpu, int slot) const {
   for (size_t o = 0; o < shares_.size(); ++o) {
     if (static_cast<int>(o) != slot &&
         shares_[o].running_on.load(std::memory_order_relaxed) == cpu) {
       return true;
     }
   }
+  return false;
+}
+
+// For a thread waiting for the phase's last items (Job::work): whether to yield its core now.
+// Beside a thread that runs them, a worker moves to a core where no thread of this job
+// claimed items (runtime/core_moves.hpp), at most once per tuning::kCoreMoveGapUs; the caller,
+// or a worker with nowhere to go, yields. Elsewhere it spins on.
+bool Job::make_way(int slot) const {
+  thread_local long long last_move_us = 0;
+  const int cpu = sched_getcpu();
+  if (cpu < 0) return true;  // unknown: yield, as a waiter always did before
+  if (!item_runs_on(cpu, slot)) return false;
+  if (slot == 0 || !worker_moves_enabled()) return true;
+  const long long now = now_us();
+  if (now - last_move_us < tuning::kCoreMoveGapUs) return true;
+  last_move_us = now;
+  if (!move_off_core(cpu, [&](int core) { return item_runs_on(core, slot); })) return true;
+  count_worker_move();
   return false;
 }
 

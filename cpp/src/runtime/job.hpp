@@ -10,8 +10,9 @@
 // cache). A thread that has run out of its own share takes the unclaimed items of the share
 // with the most left, from the other end: a slot whose thread the OS has descheduled, or
 // that no worker has joined, is finished by the others. A thread out of items waits for the
-// phase's last ones (Job::work): it gives its core away only while a thread still running
-// some claimed them on that core.
+// phase's last ones (Job::work): it makes way only for a thread still running some that
+// claimed them on its core, a worker by moving to another core (runtime/core_moves.hpp), the
+// caller by yielding.
 #pragma once
 
 #include <atomic>
@@ -80,7 +81,8 @@ class Job {
   void open_phase(Index phase);
   void finish_items(std::uint32_t phase, Index count);
   void record_error();
-  bool item_runs_beside(int slot) const;
+  bool item_runs_on(int cpu, int slot) const;
+  bool make_way(int slot) const;
 
   JobWork work_;
   std::vector<Share> shares_;
