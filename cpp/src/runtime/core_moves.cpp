@@ -13,7 +13,11 @@ namespace rnngraph::runtime {
 namespace {
 std::atomic<bool> moves_on{true};
 std::atomic<long long> moves_made{0};
+thread_local bool is_own_worker = false;
 }  // namespace
+
+void mark_own_worker() { is_own_worker = true; }
+bool own_worker() { return is_own_worker; }
 
 bool worker_moves_enabled() { return moves_on.load(std::memory_order_relaxed); }
 void count_worker_move() { moves_made.fetch_add(1, std::memory_order_relaxed); }

@@ -9,7 +9,8 @@
 // waiter's core to the descheduled thread at once and puts the waiter where it competes with
 // the other process for its own share (tuning::kCoreMoveGapUs has the measurements).
 //
-// Only workers move: the caller's thread belongs to the user, and rnngraph never changes its
+// Only rnngraph's own workers move: the caller's thread belongs to the user, and a host
+// pool's threads (runtime/host_openmp.hpp) to their library; rnngraph never changes their
 // affinity. A worker moves by narrowing its affinity mask to the chosen core and then setting
 // the mask it had back at once (the kernel keeps a thread where it is when its mask widens),
 // so its mask is always the one it inherited, apart from those microseconds.
@@ -24,6 +25,11 @@ namespace rnngraph::runtime {
 // with nothing changed, where the mask has no such core, the system refuses (e.g. a seccomp
 // filter) or there is no such call (outside Linux).
 bool move_off_core(int from, const std::function<bool(int core)>& taken);
+
+// Marks the calling thread as one of rnngraph's own workers (WorkerPool::work), the only
+// threads that move; and whether it is one.
+void mark_own_worker();
+bool own_worker();
 
 // Whether workers move at all (rnngraph::set_worker_moves; on by default), and counting
 // their moves (rnngraph::worker_moves).

@@ -172,15 +172,16 @@ bool Job::item_runs_on(int cpu, int slot) const {
 }
 
 // For a thread waiting for the phase's last items (Job::work): whether to yield its core now.
-// Beside a thread that runs them, a worker moves to a core where no thread of this job
-// claimed items (runtime/core_moves.hpp), at most once per tuning::kCoreMoveGapUs; the caller,
-// or a worker with nowhere to go, yields. Elsewhere it spins on.
+// Beside a thread that runs them, one of rnngraph's own workers moves to a core where no
+// thread of this job claimed items (runtime/core_moves.hpp), at most once per
+// tuning::kCoreMoveGapUs; the caller, a host pool's thread, or a worker with nowhere to go
+// yields. Elsewhere it spins on.
 bool Job::make_way(int slot) const {
   thread_local long long last_move_us = 0;
   const int cpu = sched_getcpu();
   if (cpu < 0) return true;  // unknown: yield, as a waiter always did before
   if (!item_runs_on(cpu, slot)) return false;
-  if (slot == 0 || !worker_moves_enabled()) return true;
+  if (!own_worker() || !worker_moves_enabled()) return true;
   const long long now = now_us();
   if (now - last_move_us < tuning::kCoreMoveGapUs) return true;
   last_move_us = now;

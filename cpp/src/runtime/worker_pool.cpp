@@ -6,6 +6,7 @@
 #include <thread>
 #include <unistd.h>
 
+#include "runtime/core_moves.hpp"
 #include "runtime/waiting.hpp"
 #include "tuning.hpp"
 
@@ -103,6 +104,7 @@ std::shared_ptr<Job> WorkerPool::open_job_locked() const {
 // (tuning::kWorkerSpinUs): the next job is likely as small, and spares that watch slow the
 // team down (16 threads, a team of 6: the call 1.5x slower).
 void WorkerPool::work(int index, Bed* bed) {
+  mark_own_worker();
   const int home = index + 1;
   bool spare = false;  // no slot for this worker in the last job it saw
   for (;;) {
