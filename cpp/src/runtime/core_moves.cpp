@@ -28,8 +28,9 @@ bool move_off_core(int from, const std::function<bool(int core)>& taken) {
   CPU_ZERO(&allowed);
   if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return false;
   int to = -1;
-  for (int core = 0; core < CPU_SETSIZE && to < 0; ++core) {
-    if (core != from && CPU_ISSET(core, &allowed) && !taken(core)) to = core;
+  for (int step = 1; step < CPU_SETSIZE && to < 0; ++step) {
+    const int core = (from + step) % CPU_SETSIZE;
+    if (CPU_ISSET(core, &allowed) && !taken(core)) to = core;
   }
   if (to < 0) return false;
   cpu_set_t only;

@@ -21,7 +21,11 @@
 namespace rnngraph::runtime {
 
 // Moves the calling thread from core `from` to another core in its affinity mask for which
-// taken(core) is false (the lowest such), restoring its mask after; whether it moved. False,
+// taken(core) is false, restoring its mask after; whether it moved. It takes the first such
+// core after `from` (wrapping around), so that threads moving off different cores spread
+// out rather than all landing on the lowest free one. 16-core machine, 16 threads beside 8
+// busy processes, 4 alternating rounds, lowest / next (ms): row 5 3.54 / 2.83, row 3 0.191 /
+// 0.173, rows 4 and 6 within the rounds' spread (results/machine16-move-target-ab-2026-12-01.txt). False,
 // with nothing changed, where the mask has no such core, the system refuses (e.g. a seccomp
 // filter) or there is no such call (outside Linux).
 bool move_off_core(int from, const std::function<bool(int core)>& taken);
