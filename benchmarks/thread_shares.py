@@ -11,7 +11,8 @@ threads' CPU time and context switches from /proc before and after each phase. P
 phase, the median call and every thread that ran: its share of the phase's wall time on a
 CPU (100 %: a whole CPU) and waiting on a run queue (runnable, but another thread had its
 CPU; from /proc/self/task/*/schedstat, 0 where the kernel lacks it), and its voluntary (it
-waited: futex, yield) and involuntary (the scheduler took its CPU) switches per call; for
+slept: futex, condition variable) and involuntary (it stayed runnable: the scheduler took its
+CPU, or it yielded it to another thread) switches per call; for
 rnngraph, also its workers' moves to another core per call (runtime/core_moves.hpp).
 "rnngraph-nomoves" is rnngraph with those moves turned off (the workers yield instead). The
 last line is the JSON of every measurement.

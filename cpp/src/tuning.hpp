@@ -294,13 +294,14 @@ constexpr Index kSingleStepUnitRows = 16;
 // 16 threads idle and at 16 beside 8 busy processes, train rows 8 and 12 at 16: every cell
 // within the rounds' spread (results/phase-wait-beside-ab-2cores-epyc-avx2-2026-11-30.txt).
 // With workers that move (kCoreMoveGapUs), a 2 ms patience instead: no cell outside the
-// spread of the 300 µs build's rounds, on either machine (the same results files).
+// spread of the 300 µs build's rounds, on either machine (results/core-moves-ab-2cores-zen4-
+// 2026-12-01.txt, results/machine16-core-moves-ab-2026-12-01.txt).
 constexpr long kPhaseSpinUs = 50;
 constexpr long kPhasePatienceUs = 300;
 // A worker waiting beside a descheduled team member moves to another core (runtime/
 // core_moves.hpp) at most once per this many microseconds, and yields in between: a move
-// costs 35-47 µs (benchmarks/core_move_cost.py), so moving takes a worker at most about 5 %
-// of its time. Measured with builds_under_load.py against 3beadc4, which always yielded
+// costs 34-47 µs on an idle machine (benchmarks/core_move_cost.py), so moving takes a worker
+// at most about 5 % of its time. Measured with builds_under_load.py against 3beadc4, which always yielded
 // (alternating processes, medians of their medians in ms). 2-core Zen 4, 2 threads, 5 rounds,
 // beside 1 busy process, yielding / moving: row 2 0.083 / 0.055, row 3 0.637 / 0.350, row 4
 // 1.85 / 1.05, row 5 18.0 / 16.1, row 6 128 / 126; train rows 8, 12, 15 (3 rounds) 54.9 /
@@ -309,10 +310,10 @@ constexpr long kPhasePatienceUs = 300;
 // the caller and its worker shared one core while the busy process had the other: row 4's
 // worker was on a CPU 13-18 % of the time and on a run queue 81-86 %; moving, 50-52 % and
 // 43-48 % (results/thread-shares-core-moves-2cores-zen4-2026-12-01.md). 16-core machine, 16
-// threads, 4 rounds, idle and beside 8 busy processes: rows 2-6, and train rows 8, 10, 12
-// (timed with the 2 ms patience below), within the rounds' spread; about 50 moves a second
-// per worker (results/machine16-core-moves-ab-2026-12-01.txt). Not varied: the gap itself
-// (the moves made stay far below it).
+// threads, 4 rounds, idle and beside 8 busy processes: rows 2-6 within the rounds' spread,
+// and train rows 8, 10, 12 too (timed only with the 2 ms patience build named above the
+// patience); 55-72 moves a second per worker (results/machine16-core-moves-ab-2026-12-01.txt).
+// Not varied: the gap itself (the moves made stay far below it).
 constexpr long kCoreMoveGapUs = 1000;
 // A thread out of items takes the last unclaimed item of another slot's share at once. Tried
 // and rejected: leaving it to its owner until the owner had not claimed for twice the

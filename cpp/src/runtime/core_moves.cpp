@@ -1,8 +1,10 @@
 #include "runtime/core_moves.hpp"
 
-#include "rnngraph/threads.hpp"
-
 #include <atomic>
+
+#include "rnngraph/threads.hpp"
+#include "runtime/waiting.hpp"
+#include "tuning.hpp"
 
 #if defined(__linux__)
 #include <sched.h>
@@ -14,35 +16,22 @@ namespace {
 std::atomic<bool> moves_on{true};
 std::atomic<long long> moves_made{0};
 thread_local bool is_own_worker = false;
-}  // namespace
-
-void mark_own_worker() { is_own_worker = true; }
-bool own_worker() { return is_own_worker; }
-
-bool worker_moves_enabled() { return moves_on.load(std::memory_order_relaxed); }
-void count_worker_move() { moves_made.fetch_add(1, std::memory_order_relaxed); }
+thread_local long long last_move_us = 0;
 
 #if defined(__linux__)
-bool move_off_core(int from, const std::function<bool(int core)>& taken) {
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return false;
-  int to = -1;
-  for (int step = 1; step < CPU_SETSIZE && to < 0; ++step) {
-    const int core = (from + step) % CPU_SETSIZE;
-    if (CPU_ISSET(core, &allowed) && !taken(core)) to = core;
-  }
-  if (to < 0) return false;
+// Narrows the calling thread's mask to `to` (it runs there once this returns), then sets
+// `had` back unless something else changed the mask meanwhile. If `had` is refused (the
+// cgroup's CPUs changed and none of it is left), every CPU, which the kernel cuts down to the
+// cgroup's: a worker is never left on the one core.
+bool move_to(int to, const cpu_set_t& had) {
   cpu_set_t only;
   CPU_ZERO(&only);
   CPU_SET(to, &only);
-  // Returns once the thread runs on `to` (the kernel migrates a running thread before the
-  // call returns).
   if (sched_setaffinity(0, sizeof(only), &only) != 0) return false;
-  // The mask it had, back. That fails only if the cgroup's CPUs changed in between and
-  // none of the old mask is left; then every CPU, which the kernel cuts down to the
-  // cgroup's (a worker is never left on the one core).
-  if (sched_setaffinity(0, sizeof(allowed), &allowed) != 0) {
+  cpu_set_t now;
+  CPU_ZERO(&now);
+  if (sched_getaffinity(0, sizeof(now), &now) != 0 || !CPU_EQUAL(&now, &only)) return true;
+  if (sched_setaffinity(0, sizeof(had), &had) != 0) {
     cpu_set_t every;
     CPU_ZERO(&every);
     for (int core = 0; core < CPU_SETSIZE; ++core) CPU_SET(core, &every);
@@ -50,9 +39,33 @@ bool move_off_core(int from, const std::function<bool(int core)>& taken) {
   }
   return true;
 }
+
+bool move_within_mask(int from, const std::function<bool(int)>& taken) {
+  cpu_set_t had;
+  CPU_ZERO(&had);
+  if (sched_getaffinity(0, sizeof(had), &had) != 0) return false;  // (over 1024 CPUs: EINVAL)
+  for (int step = 1; step < CPU_SETSIZE; ++step) {
+    const int core = (from + step) % CPU_SETSIZE;
+    if (CPU_ISSET(core, &had) && !taken(core)) return move_to(core, had);
+  }
+  return false;
+}
 #else
-bool move_off_core(int, const std::function<bool(int)>&) { return false; }
+bool move_within_mask(int, const std::function<bool(int)>&) { return false; }
 #endif
+}  // namespace
+
+void mark_own_worker() { is_own_worker = true; }
+
+bool move_off_core(int from, const std::function<bool(int core)>& taken) {
+  if (!is_own_worker || !moves_on.load(std::memory_order_relaxed)) return false;
+  const long long now = now_us();
+  if (now - last_move_us < tuning::kCoreMoveGapUs) return false;
+  last_move_us = now;
+  if (!move_within_mask(from, taken)) return false;
+  moves_made.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
 
 }  // namespace rnngraph::runtime
 

@@ -1,5 +1,6 @@
 // A worker that waits for a phase's last items while the thread running them sits
-// descheduled on the worker's own core moves itself to another core, instead of yielding.
+// descheduled on the worker's own core moves itself to another core; the caller, and a host
+// pool's threads, yield instead (Job::make_way).
 //
 // Why: on a loaded machine the scheduler tends to stack a job's threads on one core. A worker
 // that sleeps is woken on its waker's core; three busy threads on two cores are, to the load
@@ -11,33 +12,36 @@
 //
 // Only rnngraph's own workers move: the caller's thread belongs to the user, and a host
 // pool's threads (runtime/host_openmp.hpp) to their library; rnngraph never changes their
-// affinity. A worker moves by narrowing its affinity mask to the chosen core and then setting
-// the mask it had back at once (the kernel keeps a thread where it is when its mask widens),
-// so its mask is always the one it inherited, apart from those microseconds.
+// affinity. A worker moves by narrowing its affinity mask to the chosen core, which returns
+// once the thread runs there (after a scheduler slice at most, on a busy core), and then
+// setting back the mask it had. What that leaves:
+// - If something else changes the worker's mask while it is narrowed, that change stands
+//   and the old mask is not set back.
+// - On Linux 6.2 and later the kernel remembers a mask set this way: a cpuset that later
+//   grows reaches a worker that has moved only within the mask it had then.
+// - With more than CPU_SETSIZE (1024) possible CPUs the mask cannot be read here, and
+//   workers yield instead of moving.
 #pragma once
 
 #include <functional>
 
 namespace rnngraph::runtime {
 
-// Moves the calling thread from core `from` to another core in its affinity mask for which
-// taken(core) is false, restoring its mask after; whether it moved. It takes the first such
-// core after `from` (wrapping around), so that threads moving off different cores spread
-// out rather than all landing on the lowest free one. 16-core machine, 16 threads beside 8
-// busy processes, 4 alternating rounds, lowest / next (ms): row 5 3.54 / 2.83, row 3 0.191 /
-// 0.173, rows 4 and 6 within the rounds' spread (results/machine16-move-target-ab-2026-12-01.txt). False,
-// with nothing changed, where the mask has no such core, the system refuses (e.g. a seccomp
-// filter) or there is no such call (outside Linux).
-bool move_off_core(int from, const std::function<bool(int core)>& taken);
-
 // Marks the calling thread as one of rnngraph's own workers (WorkerPool::work), the only
-// threads that move; and whether it is one.
+// threads that move.
 void mark_own_worker();
-bool own_worker();
 
-// Whether workers move at all (rnngraph::set_worker_moves; on by default), and counting
-// their moves (rnngraph::worker_moves).
-bool worker_moves_enabled();
-void count_worker_move();
+// For a thread beside a descheduled team member on core `from`: if it is one of rnngraph's
+// own workers, moves are on (rnngraph::set_worker_moves) and it has not moved in the last
+// tuning::kCoreMoveGapUs, moves it to another core of its mask for which taken(core) is
+// false. Returns whether it moved (counted in rnngraph::worker_moves).
+//
+// The target is the first such core after `from`, wrapping around, so that threads moving
+// off different cores spread out rather than all landing on the lowest free one. 16-core
+// machine, 16 threads beside 8 busy processes, 4 alternating rounds, lowest / next, medians
+// in ms: row 5 3.54 / 2.83, row 3 0.191 / 0.173 (each pair's rounds overlapping), rows 4
+// and 6 the same (results/machine16-move-target-ab-2026-12-01.txt). The rule is kept for the
+// spreading; on 2 cores both rules pick the same core.
+bool move_off_core(int from, const std::function<bool(int core)>& taken);
 
 }  // namespace rnngraph::runtime

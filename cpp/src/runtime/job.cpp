@@ -152,7 +152,7 @@ void Job::work(int slot) {
     }
     if (claimed) mine.running_on.store(-1, std::memory_order_relaxed);
     phase_.wait_while(phase, tuning::kPhaseSpinUs, tuning::kPhasePatienceUs,
-                      [&] { return make_way(slot); });
+                      [&] { return make_way(slot, phase); });
   }
 }
 
@@ -171,23 +171,15 @@ bool Job::item_runs_on(int cpu, int slot) const {
   return false;
 }
 
-// For a thread waiting for the phase's last items (Job::work): whether to yield its core now.
-// Beside a thread that runs them, one of rnngraph's own workers moves to a core where no
-// thread of this job claimed items (runtime/core_moves.hpp), at most once per
-// tuning::kCoreMoveGapUs; the caller, a host pool's thread, or a worker with nowhere to go
-// yields. Elsewhere it spins on.
-bool Job::make_way(int slot) const {
-  thread_local long long last_move_us = 0;
+// For a thread waiting for phase `phase`'s last items (Job::work): whether to yield its core
+// now. Beside a thread that runs them, it moves to another core if it may
+// (runtime/core_moves.hpp) and yields otherwise; elsewhere, or once the phase is over, it
+// spins on.
+bool Job::make_way(int slot, std::uint32_t phase) const {
   const int cpu = sched_getcpu();
   if (cpu < 0) return true;  // unknown: yield, as a waiter always did before
-  if (!item_runs_on(cpu, slot)) return false;
-  if (!own_worker() || !worker_moves_enabled()) return true;
-  const long long now = now_us();
-  if (now - last_move_us < tuning::kCoreMoveGapUs) return true;
-  last_move_us = now;
-  if (!move_off_core(cpu, [&](int core) { return item_runs_on(core, slot); })) return true;
-  count_worker_move();
-  return false;
+  if (!item_runs_on(cpu, slot) || phase_.load() != phase) return false;
+  return !move_off_core(cpu, [&](int core) { return item_runs_on(core, slot); });
 }
 
 void Job::rethrow_first_error() const {

@@ -11,8 +11,9 @@
 // with the most left, from the other end: a slot whose thread the OS has descheduled, or
 // that no worker has joined, is finished by the others. A thread out of items waits for the
 // phase's last ones (Job::work): it makes way only for a thread still running some that
-// claimed them on its core, a worker by moving to another core (runtime/core_moves.hpp), the
-// caller by yielding.
+// claimed them on its core, a worker by moving to another core (runtime/core_moves.hpp; at
+// most once a millisecond, yielding in between), the caller and a host pool's threads by
+// yielding.
 #pragma once
 
 #include <atomic>
@@ -82,7 +83,7 @@ class Job {
   void finish_items(std::uint32_t phase, Index count);
   void record_error();
   bool item_runs_on(int cpu, int slot) const;
-  bool make_way(int slot) const;
+  bool make_way(int slot, std::uint32_t phase) const;
 
   JobWork work_;
   std::vector<Share> shares_;
