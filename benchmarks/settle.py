@@ -25,8 +25,13 @@ LIMIT_S = 2.0
 QUIET_MS = 2.0  # CPU ms in a window below which the other threads count as stopped
 
 
+def _schedstat(task: Path) -> list[int]:
+    """/proc/.../schedstat: ns on a CPU, ns runnable on a run queue, time slices."""
+    return [int(x) for x in (task / "schedstat").read_text().split()]
+
+
 def _schedstat_ns(task: Path) -> int:
-    return int((task / "schedstat").read_text().split()[0])
+    return _schedstat(task)[0]
 
 
 def _stat_ns(task: Path) -> int:
@@ -43,7 +48,8 @@ def source() -> str:
         return "stat"
 
 
-_READ = _schedstat_ns if source() == "schedstat" else _stat_ns
+_HAS_SCHEDSTAT = source() == "schedstat"
+_READ = _schedstat_ns if _HAS_SCHEDSTAT else _stat_ns
 
 
 def _per_thread(read: Callable[[Path], T]) -> dict[int, T]:
@@ -68,14 +74,10 @@ def _switches(task: Path) -> tuple[int, int]:
     return int(fields["voluntary_ctxt_switches"]), int(fields["nonvoluntary_ctxt_switches"])
 
 
-def _runqueue_ns(task: Path) -> int:
-    return int((task / "schedstat").read_text().split()[1])
-
-
 def thread_runqueue_ns() -> dict[int, int]:
     """Time (ns) every live thread of this process has spent runnable on a run queue while
     another thread had its CPU, by thread id; empty where the kernel has no schedstat."""
-    return _per_thread(_runqueue_ns) if source() == "schedstat" else {}
+    return _per_thread(lambda task: _schedstat(task)[1]) if _HAS_SCHEDSTAT else {}
 
 
 def thread_switches() -> dict[int, tuple[int, int]]:

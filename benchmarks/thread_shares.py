@@ -33,6 +33,7 @@ from script_child import die_with_parent, run_json
 from settle import thread_cpu_ns, thread_runqueue_ns, thread_switches
 
 HERE = Path(__file__).resolve().parent
+RNNGRAPH = ("rnngraph", "rnngraph-nomoves")  # the second with its workers' moves turned off
 
 
 def thread_counters() -> dict[int, tuple[float, float, int, int]]:
@@ -45,7 +46,7 @@ def thread_counters() -> dict[int, tuple[float, float, int, int]]:
 
 def worker_moves(library: str) -> int:
     """rnngraph's workers' moves so far (0 for another library)."""
-    if not library.startswith("rnngraph"):
+    if library not in RNNGRAPH:
         return 0
     from rnngraph._native import core
 
@@ -82,7 +83,7 @@ def phase(step, seconds: float, library: str = "") -> dict:
 def child(library: str, row_id: int, threads: int, k: int, seconds: float) -> dict:
     """One (library, row): idle, then beside ``k`` busy processes."""
     row = BY_ID[row_id]
-    if library in ("rnngraph", "rnngraph-nomoves"):
+    if library in RNNGRAPH:
         import ours
 
         import rnngraph
