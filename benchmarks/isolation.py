@@ -6,15 +6,22 @@ ONNX Runtime, oneDNN, PyTorch, the ceiling again (each a process; oneDNN's child
 C++ driver, onednn_peer.py, a process per row). The parent only starts the processes and
 collects their lines.
 
-With ``processes`` above 1 each library runs that many processes in a row at each thread
-count, and each row keeps the entry of the process with the lowest median (its
+With ``processes`` above 1 each library runs that many processes at each thread count, the
+libraries taking turns (rnngraph, ONNX Runtime, oneDNN, PyTorch, rnngraph, ...), and each row
+keeps the entry of the process with the lowest median (its
 "process_medians_ms" lists them all): the virtual machines measured here have slow spells
 of seconds that move a median by up to half (an ad-hoc probe, row 1 on one thread of the
 2-core machine, ten medians of 2000 calls in a row in one process: 76, 64, 76, 75, 76, 76,
 70, 73, 53, 53 µs; on the 16-core machine, machine16-infer-sweep-2026-11-29 and
 machine16-small-1thread-avx512-2026-11-29 (not committed): ONNX Runtime's row 1 medians
 from 0.065 to 0.12 ms from one thread count's process to the next), and a slow spell only
-ever adds time. The default thread count's row 1 is timed in the first process only.
+ever adds time. The turns put every library's processes across the same stretch of the run,
+so a spell of seconds meets them alike (with the processes of one library in a row, a spell
+could cover all of them: on the 16-core machine, in machine16-infer-2-4-8-661147c-2026-12-01,
+row 5 at 4 threads gave rnngraph's three processes 7.25, 9.01 and 7.00 ms, one after another,
+where alternating processes of the same build in the next minutes gave 4.25-4.96 ms,
+machine16-idle-moves-ab-661147c-2026-12-01.txt). The default thread count's row 1 is timed in
+the first process only.
 """
 
 from __future__ import annotations
@@ -149,19 +156,22 @@ def measure(rows: list[Row], threads: list[int], timing: dict, bar: Any,
     for n in threads:
         start = _ceiling(n, timing, limit(), bar, out, dgemm)
         entries: dict = {row.id: {} for row in rows}
-        for library in LIBRARIES:
-            mine = [row.id for row in rows if library in libraries_for(row)]
-            if not mine:
-                continue
-            default = library == "rnngraph" and default_wanted
-            bar.set_description(f"{n} thr {library}")
-            attempts = []  # (messages, how) of each process
-            for attempt in range(processes):
+        wanted = {library: [row.id for row in rows if library in libraries_for(row)]
+                  for library in LIBRARIES}
+        wanted = {library: mine for library, mine in wanted.items() if mine}
+        tried: dict[str, list] = {library: [] for library in wanted}  # (messages, how) each
+        for attempt in range(processes):  # the libraries in turns (the module docstring)
+            for library, mine in wanted.items():
+                bar.set_description(f"{n} thr {library}")
                 spec = {"library": library, "threads": n, "rows": mine, "timing": timing,
-                        "default_row1": default and attempt == 0}
+                        "default_row1": library == "rnngraph" and default_wanted
+                        and attempt == 0}
                 messages, how = run_child(spec, limit(), bar)
                 _collect(messages, how, out)
-                attempts.append((messages, how))
+                tried[library].append((messages, how))
+        for library, mine in wanted.items():
+            default = library == "rnngraph" and default_wanted
+            attempts = tried[library]
             answers = [m for messages, _ in attempts for m in messages if m["kind"] == "row"]
             for row_id in mine:
                 given = [m["entry"] for m in answers if m["row"] == row_id]
