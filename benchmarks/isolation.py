@@ -156,22 +156,21 @@ def measure(rows: list[Row], threads: list[int], timing: dict, bar: Any,
     for n in threads:
         start = _ceiling(n, timing, limit(), bar, out, dgemm)
         entries: dict = {row.id: {} for row in rows}
-        wanted = {library: [row.id for row in rows if library in libraries_for(row)]
-                  for library in LIBRARIES}
-        wanted = {library: mine for library, mine in wanted.items() if mine}
+        wanted = {library: mine for library in LIBRARIES
+                  if (mine := [row.id for row in rows if library in libraries_for(row)])}
+        # whether the library's first process also times the default thread count's row 1
+        default_of = {library: library == "rnngraph" and default_wanted for library in wanted}
         tried: dict[str, list] = {library: [] for library in wanted}  # (messages, how) each
         for attempt in range(processes):  # the libraries in turns (the module docstring)
             for library, mine in wanted.items():
                 bar.set_description(f"{n} thr {library}")
                 spec = {"library": library, "threads": n, "rows": mine, "timing": timing,
-                        "default_row1": library == "rnngraph" and default_wanted
-                        and attempt == 0}
+                        "default_row1": default_of[library] and attempt == 0}
                 messages, how = run_child(spec, limit(), bar)
                 _collect(messages, how, out)
                 tried[library].append((messages, how))
         for library, mine in wanted.items():
-            default = library == "rnngraph" and default_wanted
-            attempts = tried[library]
+            default, attempts = default_of[library], tried[library]
             answers = [m for messages, _ in attempts for m in messages if m["kind"] == "row"]
             for row_id in mine:
                 given = [m["entry"] for m in answers if m["row"] == row_id]

@@ -178,7 +178,7 @@ MAKING_WAY = """
             p.kill()
             p.wait()
     masks = {{os.sched_getaffinity(int(t)) == set(cpus) for t in os.listdir("/proc/self/task")}}
-    print(core._worker_moves(), calls, masks == {{True}})
+    print(core._worker_moves(), calls, masks == {{True}}, len(os.listdir("/proc/self/task")))
 """
 
 
@@ -188,9 +188,10 @@ def test_a_worker_beside_a_descheduled_caller_moves_and_keeps_its_mask():
     worker on one core again and again, and the worker moves off (runtime/core_moves.hpp).
     Every result is the one-thread result's bits, and every thread ends with the mask it had."""
     out = child(MAKING_WAY.format(cpus=2, busy=1, threads=2, seconds=60, enough=5))
-    moves, calls, masks_kept = out.split()
+    moves, calls, masks_kept, threads = out.split()
     assert int(moves) >= 5, f"fewer than 5 worker moves in {calls} calls"
     assert masks_kept == "True", "a thread's affinity mask was left narrowed"
+    assert int(threads) >= 2
 
 
 def test_a_worker_with_no_other_core_yields_and_finishes():
@@ -198,8 +199,9 @@ def test_a_worker_with_no_other_core_yields_and_finishes():
     all the time, and a worker has no other core to move to, so it yields (the path where a
     move is refused). Every call finishes with the one-thread result, and no mask changes."""
     out = child(MAKING_WAY.format(cpus=1, busy=1, threads=3, seconds=3, enough=1))
-    moves, calls, masks_kept = out.split()
+    moves, calls, masks_kept, threads = out.split()
     assert int(moves) == 0 and int(calls) > 0 and masks_kept == "True"
+    assert int(threads) >= 3
 
 
 def test_the_default_thread_count_is_the_cpus_this_process_may_use():
