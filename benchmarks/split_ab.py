@@ -5,7 +5,9 @@ path alike. --path split (the default) compares work splits (cpp/src/driver/work
 --path sweep compares which way the steps sweep the weight panels (step_direction), --path
 steps how a team runs each forward step (team_loops.hpp, steps_by_units; only where the split
 is a team, so its default values force split=team too), --path threshold a parallel site's
-threshold (tuning.hpp; e.g. team=262144 for a smaller team, "auto" for the defaults). A value
+threshold (tuning.hpp; e.g. team=262144 for a smaller team, "auto" for the defaults), --path
+switch the runtime's switches (pulls=off: no waiter pulls a descheduled worker onto its core;
+moves=off: no worker moves off a shared core; runtime/core_moves.hpp). A value
 may also name several paths (or sites) at once, as path=value pairs joined by commas.
 --under-load K measures beside K busy processes (load.py).
 
@@ -14,6 +16,7 @@ may also name several paths (or sites) at once, as path=value pairs joined by co
     python3 benchmarks/split_ab.py --rows 10 --splits auto split=team,steps=units split=team
     python3 benchmarks/split_ab.py --rows 2 --path threshold --splits auto team=65536 team=262144
     python3 benchmarks/split_ab.py --rows 4,6 --threads 2 --path sweep --under-load 1
+    python3 benchmarks/split_ab.py --rows 5,6 --threads 2 --path switch --under-load 1
 
 Prints per (row, threads, path) the median of each round's median, in ms, and the rounds.
 """
@@ -33,27 +36,32 @@ from rnngraph._native import core
 
 DEFAULTS = {"split": ["auto", "team", "rows"], "sweep": ["alternating", "ascending"],
             "steps": ["auto", "split=team,steps=units", "split=team,steps=phases"],
-            "threshold": ["auto", "team=65536", "team=262144"]}
+            "threshold": ["auto", "team=65536", "team=262144"],
+            "switch": ["auto", "pulls=off"]}
 
 
 def forced(path: str, value: str) -> dict[str, str]:
     """What a value of --splits sets: {} for "auto" (every choice to the thresholds),
     {path: value}, or its path=value pairs (ValueError for a pair without "=", or a bare
-    value of --path threshold, which names no site)."""
+    value of --path threshold or switch, which names no site or switch)."""
     if value == "auto":
         return {}
     if "=" in value:
         return dict(pair.split("=", 1) for pair in value.split(","))
-    if path == "threshold":
+    if path in ("threshold", "switch"):
         raise ValueError(value)
     return {path: value}
 
 
 def apply(path: str, setting: dict[str, str]) -> None:
     """Puts ``setting`` in force, everything it does not name back at its default: the
-    thresholds for --path threshold, the forced paths otherwise."""
+    thresholds for --path threshold, the runtime's switches for --path switch, the forced
+    paths otherwise."""
     if path == "threshold":
         move_thresholds(setting)
+    elif path == "switch":
+        core._set_worker_pulls(setting.get("pulls", "on") != "off")
+        core._set_worker_moves(setting.get("moves", "on") != "off")
     else:
         core._force_paths(**setting)
 

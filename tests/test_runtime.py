@@ -157,12 +157,12 @@ MAKING_WAY = """
         import rnngraph as rg
         from rnngraph._native import core
         rng = np.random.default_rng(0)
-        g = rg.Graph()  # row 4 of BENCHMARKS.md: the threads share each step's product
-        x = g.placeholder(shape=(25, 1, 512), dataType=rg.float32, name="x")
+        g = rg.Graph()  # row 4 of BENCHMARKS.md (T = 25): the threads share each step's product
+        x = g.placeholder(shape=({T}, 1, 512), dataType=rg.float32, name="x")
         R = g.placeholder(shape=(2048, 512), dataType=rg.float32, name="R")
         W = g.placeholder(shape=(2048, 512), dataType=rg.float32, name="W")
         h = g.LSTM(x, recurrentWeight=R, inputWeight=W, descriptor=rg.LSTMDescriptor())[0]
-        feeds = {{x: rng.standard_normal((25, 1, 512), np.float32),
+        feeds = {{x: rng.standard_normal(({T}, 1, 512), np.float32),
                   R: 0.05 * rng.standard_normal((2048, 512), np.float32),
                   W: 0.05 * rng.standard_normal((2048, 512), np.float32)}}
         rg.set_num_threads(1)
@@ -170,7 +170,7 @@ MAKING_WAY = """
         rg.set_num_threads({threads})
         start = time.monotonic()
         calls = 0
-        while time.monotonic() - start < {seconds} and core._worker_moves() < {enough}:
+        while time.monotonic() - start < {seconds} and core.{counted}() < {enough}:
             assert np.array_equal(g.run(feeds, targetTensors=[h])[h], expected)
             calls += 1
     finally:
@@ -178,8 +178,17 @@ MAKING_WAY = """
             p.kill()
             p.wait()
     masks = {{os.sched_getaffinity(int(t)) == set(cpus) for t in os.listdir("/proc/self/task")}}
-    print(core._worker_moves(), calls, masks == {{True}}, len(os.listdir("/proc/self/task")))
+    print(core._worker_moves(), core._worker_pulls(), calls, masks == {{True}},
+          len(os.listdir("/proc/self/task")))
 """
+
+
+def making_way(cpus, busy, threads, seconds, enough, T=25, counted="_worker_moves"):
+    """MAKING_WAY's printout: moves, pulls, calls, whether every mask is as it was, threads."""
+    out = child(MAKING_WAY.format(cpus=cpus, busy=busy, threads=threads, seconds=seconds,
+                                  enough=enough, T=T, counted=counted))
+    moves, pulls, calls, masks_kept, count = out.split()
+    return int(moves), int(pulls), int(calls), masks_kept == "True", int(count)
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
@@ -187,21 +196,34 @@ def test_a_worker_beside_a_descheduled_caller_moves_and_keeps_its_mask():
     """Two CPUs, the caller, a worker and a busy process: the scheduler puts the caller and its
     worker on one core again and again, and the worker moves off (runtime/core_moves.hpp).
     Every result is the one-thread result's bits, and every thread ends with the mask it had."""
-    out = child(MAKING_WAY.format(cpus=2, busy=1, threads=2, seconds=60, enough=5))
-    moves, calls, masks_kept, threads = out.split()
-    assert int(moves) >= 5, f"fewer than 5 worker moves in {calls} calls"
-    assert masks_kept == "True", "a thread's affinity mask was left narrowed"
-    assert int(threads) >= 2
+    moves, _, calls, masks_kept, threads = making_way(cpus=2, busy=1, threads=2, seconds=60,
+                                                      enough=5)
+    assert moves >= 5, f"fewer than 5 worker moves in {calls} calls"
+    assert masks_kept, "a thread's affinity mask was left narrowed"
+    assert threads >= 2
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
+def test_a_waiter_pulls_a_descheduled_worker_and_the_worker_keeps_its_mask():
+    """Two CPUs, the caller, a worker and a busy process, calls long enough for pulls (200
+    steps): when the worker holding a step's last items sits descheduled on the other core, the
+    waiting caller pulls it onto its own (runtime/job.cpp, pull_holder). Every result is the
+    one-thread result's bits, and every thread ends with the mask it had."""
+    _, pulls, calls, masks_kept, threads = making_way(cpus=2, busy=1, threads=2, seconds=60,
+                                                      enough=3, T=200, counted="_worker_pulls")
+    assert pulls >= 3, f"fewer than 3 pulls in {calls} calls"
+    assert masks_kept, "a pulled worker's affinity mask was left narrowed"
+    assert threads >= 2
 
 
 def test_a_worker_with_no_other_core_yields_and_finishes():
     """One CPU for a team of three beside a busy process: the threads wait beside each other
     all the time, and a worker has no other core to move to, so it yields (the path where a
     move is refused). Every call finishes with the one-thread result, and no mask changes."""
-    out = child(MAKING_WAY.format(cpus=1, busy=1, threads=3, seconds=3, enough=1))
-    moves, calls, masks_kept, threads = out.split()
-    assert int(moves) == 0 and int(calls) > 0 and masks_kept == "True"
-    assert int(threads) >= 3
+    moves, pulls, calls, masks_kept, threads = making_way(cpus=1, busy=1, threads=3, seconds=3,
+                                                          enough=1)
+    assert moves == 0 and pulls == 0 and calls > 0 and masks_kept
+    assert threads >= 3
 
 
 def test_the_default_thread_count_is_the_cpus_this_process_may_use():

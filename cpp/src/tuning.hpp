@@ -315,6 +315,22 @@ constexpr long kPhasePatienceUs = 300;
 // patience); 55-72 moves a second per worker (results/machine16-core-moves-ab-2026-12-01.txt).
 // Not varied: the gap itself (the moves made stay far below it).
 constexpr long kCoreMoveGapUs = 1000;
+// A waiter pulls onto its core a worker that holds a phase's items on another core and has
+// not run for this long (runtime/job.cpp, pull_holder; docs/runtime.md). 2-core Zen 4, 2
+// threads beside 1 busy process, with pulls / without, medians of 4 alternating processes,
+// ms: pulling after 20 µs of not running, judged by /proc's schedstat (which counts a running
+// thread's time only up to its last tick, so running holders were pulled too): row 6 100 /
+// 127, row 4 1.27 / 1.05. After 100 µs by the thread's CPU clock: row 6 94 / 113, row 4 1.10
+// / 0.99. After 200 µs, watched across the wait: row 6 88 / 106, rows 2-4 19-34 % slower;
+// with the worker then going back to the core it was pulled from, and only in jobs older
+// than kPullJobAgeUs: row 6 77 / 115, rows 2-4 within the spread
+// (results/pulls-ab-2cores-zen4-2026-12-01.txt). Not varied further.
+constexpr long kPullAfterUs = 200;
+// Pulls happen only in jobs that have run this long: in calls of a millisecond or two the
+// moves keep the threads apart, and a pull's two migrations cost more than they save (row 2
+// beside 1 busy process, 2-core Zen 4: 0.057 ms with pulls in every job, 0.048 with this
+// limit, 0.047 without pulls).
+constexpr long kPullJobAgeUs = 2000;
 // A thread out of items takes the last unclaimed item of another slot's share at once. Tried
 // and rejected: leaving it to its owner until the owner had not claimed for twice the
 // thief's item time, so that an owner a little behind keeps its slice of R in its cache. On

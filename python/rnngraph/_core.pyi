@@ -181,6 +181,12 @@ def _worker_moves() -> int:
 def _set_worker_moves(on: bool) -> None:
     """For measurements: whether workers make way by moving to another core (the default: True) or by yielding."""
 
+def _worker_pulls() -> int:
+    """For tests and measurements: how many times a waiting thread pulled a worker that held items, descheduled on another core, onto its own."""
+
+def _set_worker_pulls(on: bool) -> None:
+    """For measurements: whether a waiting thread pulls such a worker onto its core (the default: True)."""
+
 # For tests and measurements.
 def _force_paths(*, product: str = "auto", tile: str = "auto", split: str = "auto",
                  sweep: str = "auto", steps: str = "auto") -> None:

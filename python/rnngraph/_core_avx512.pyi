@@ -20,8 +20,10 @@ from rnngraph._core import _set_host_pool_fall_back as _set_host_pool_fall_back
 from rnngraph._core import _set_memory_reserve as _set_memory_reserve
 from rnngraph._core import _set_parallel_threshold as _set_parallel_threshold
 from rnngraph._core import _set_worker_moves as _set_worker_moves
+from rnngraph._core import _set_worker_pulls as _set_worker_pulls
 from rnngraph._core import _use_host_openmp as _use_host_openmp
 from rnngraph._core import _worker_moves as _worker_moves
+from rnngraph._core import _worker_pulls as _worker_pulls
 from rnngraph._core import adam_update as adam_update
 from rnngraph._core import blas_info as blas_info
 from rnngraph._core import cpu_budget as cpu_budget

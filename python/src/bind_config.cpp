@@ -190,6 +190,12 @@ void bind_config(py::module_& m) {
   m.def("_set_worker_moves", &set_worker_moves, py::arg("on"),
         "For measurements: whether workers make way by moving to another core (the default: "
         "True) or by yielding.");
+  m.def("_worker_pulls", &worker_pulls,
+        "For tests and measurements: how many times a waiting thread pulled a worker that held "
+        "items, descheduled on another core, onto its own.");
+  m.def("_set_worker_pulls", &set_worker_pulls, py::arg("on"),
+        "For measurements: whether a waiting thread pulls such a worker onto its core (the "
+        "default: True).");
   bind_paths(m);
   m.def("release_kept_memory", &release_kept_memory,
         "Return the memory kept between calls to the system now (done by itself when idle).");

@@ -63,5 +63,10 @@ void set_host_pool_fall_back(bool on);
 // moves off or on (on by default).
 long long worker_moves();
 void set_worker_moves(bool on);
+// For tests and measurements: how many times a thread waiting for a team member's items pulled
+// that worker, descheduled on another core, onto its own (runtime/core_moves.hpp); and
+// turning those pulls off or on (on by default).
+long long worker_pulls();
+void set_worker_pulls(bool on);
 
 }  // namespace rnngraph

@@ -44,4 +44,26 @@ void mark_own_worker();
 // spreading; on 2 cores both rules pick the same core.
 bool move_off_core(int from, const std::function<bool(int core)>& taken);
 
+// Whether the calling thread is one of rnngraph's own workers (mark_own_worker).
+bool own_worker();
+// The calling thread's id (gettid), or 0 where there is none to give.
+int own_thread_id();
+
+// Pulling (the other side of moving; Job::pull_holder, docs/runtime.md): a thread waiting for
+// items that an own worker holds, descheduled on another core, narrows that worker's mask to
+// the waiter's core, so the kernel moves it there at once, and then sleeps. The worker goes
+// back to its old core and sets back its mask itself (restore_mask) once it runs out of items.
+// Only own workers are pulled: rnngraph never changes the mask of a thread it did not start.
+bool pulls_on();
+// CPU time the thread `tid` of this process has run, in ns (its schedstat), or -1.
+long long thread_run_ns(int tid);
+// The calling thread's mask, saved into `had` (cpu_set_t bytes); false where it cannot be read.
+bool save_mask(void* had, unsigned had_bytes);
+// Narrows thread `tid`'s mask to core `to`, if `to` is in it (the kernel then moves the
+// thread there at once, running or not).
+bool pull_worker(int tid, int to);
+// Sets the calling thread's mask to `had` (as saved by save_mask), after going back to core
+// `back` if that is one of `had`'s (-1: stays where it is).
+void restore_mask(const void* had, unsigned had_bytes, int back = -1);
+
 }  // namespace rnngraph::runtime

@@ -25,7 +25,8 @@ constexpr Index back_of(std::uint64_t v) { return static_cast<Index>(v & 0xFFFF)
 Job::Job(JobWork work)
     : work_(std::move(work)),
       shares_(static_cast<size_t>(std::max(1, work_.team))),
-      float_state_(job_float_state()) {
+      float_state_(job_float_state()),
+      start_us_(now_us()) {
   if (work_.phases < 0 || work_.phases >= Index(UINT32_MAX))
     throw std::length_error("parallel job: too many phases");
   open_phase(0);
@@ -132,14 +133,22 @@ void Job::finish_items(std::uint32_t phase, Index count) {
 void Job::work(int slot) {
   // The caller's floating-point state (denormals flushed); nested parallel sections run here.
   const ThreadState state(float_state_);
+  Share& mine = shares_[static_cast<size_t>(slot)];
+  // An own worker may be pulled onto a waiter's core (pull_holder): the mask it has now, which
+  // it sets back afterwards. (Its own moves set their masks back before it claims again.)
+  const int thread_id =
+      own_worker() && pulls_on() && save_mask(mine.had, sizeof(mine.had)) ? own_thread_id() : 0;
   for (;;) {
+    restore_if_pulled(mine);
     const std::uint32_t phase = phase_.load();
-    if (Index(phase) >= work_.phases) return;
+    if (Index(phase) >= work_.phases) break;
     Index first = 0, last = 0;
-    Share& mine = shares_[static_cast<size_t>(slot)];
     bool claimed = false;  // once per phase: where this thread runs its items (Share::running_on)
     while (claim(slot, phase, first, last)) {
-      if (!claimed) mine.running_on.store(sched_getcpu(), std::memory_order_relaxed);
+      if (!claimed) {
+        mine.thread_id.store(thread_id, std::memory_order_relaxed);
+        mine.running_on.store(sched_getcpu(), std::memory_order_release);
+      }
       claimed = true;
       if (!failed_.load(std::memory_order_relaxed)) {
         try {
@@ -151,9 +160,64 @@ void Job::work(int slot) {
       finish_items(phase, last - first);
     }
     if (claimed) mine.running_on.store(-1, std::memory_order_relaxed);
+    restore_if_pulled(mine);
+    PullWatch watch;
     phase_.wait_while(phase, tuning::kPhaseSpinUs, tuning::kPhasePatienceUs,
-                      [&] { return make_way(slot, phase); });
+                      [&] { return make_way(slot, phase, watch); });
   }
+  // A waiter may be pulling this thread right now: wait for it to finish, then set back.
+  while (mine.pull_state.load(std::memory_order_acquire) == 1) pause_once();
+  restore_if_pulled(mine);
+}
+
+// This thread's mask as it was at the start of the job, if a waiter has pulled it since
+// (pull_holder).
+void Job::restore_if_pulled(Share& mine) {
+  if (mine.pull_state.load(std::memory_order_acquire) != 2) return;
+  restore_mask(mine.had, sizeof(mine.had), mine.pulled_from.load(std::memory_order_relaxed));
+  mine.pull_state.store(0, std::memory_order_release);
+}
+
+// A waiter on core `cpu`: pulls onto it an own worker that holds items of `phase` on another
+// core and has not run for kPullAfterUs (descheduled there behind another thread; a sleeping
+// waiter leaves its core idle, but the scheduler does not move a thread that ran so recently).
+// `watch` follows one such holder across the waiter's calls.
+bool Job::pull_holder(int slot, std::uint32_t phase, int cpu, PullWatch& watch) {
+  if (watch.slot >= 0) {
+    Share& held = shares_[static_cast<size_t>(watch.slot)];
+    const int on = held.running_on.load(std::memory_order_acquire);
+    const int tid = held.thread_id.load(std::memory_order_relaxed);
+    if (on >= 0 && on != cpu && tid == watch.thread_id) {
+      const long long run_ns = thread_run_ns(tid);
+      if (run_ns != watch.run_ns) {  // it ran: watch it afresh
+        watch.run_ns = run_ns;
+        watch.since_us = now_us();
+        return false;
+      }
+      if (now_us() - watch.since_us < tuning::kPullAfterUs) return false;
+      int expected = 0;
+      if (phase_.load() != phase ||
+          !held.pull_state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) {
+        return false;
+      }
+      held.pulled_from.store(on, std::memory_order_relaxed);
+      const bool pulled =
+          held.running_on.load(std::memory_order_acquire) == on && pull_worker(tid, cpu);
+      held.pull_state.store(pulled ? 2 : 0, std::memory_order_release);
+      watch.slot = -1;
+      return pulled;
+    }
+    watch.slot = -1;  // it finished, or moved here: look for another
+  }
+  for (size_t o = 0; o < shares_.size(); ++o) {
+    const Share& other = shares_[o];
+    const int on = other.running_on.load(std::memory_order_acquire);
+    const int tid = other.thread_id.load(std::memory_order_relaxed);
+    if (static_cast<int>(o) == slot || on < 0 || on == cpu || tid == 0) continue;
+    watch = {static_cast<int>(o), tid, thread_run_ns(tid), now_us()};
+    return false;
+  }
+  return false;
 }
 
 // Whether another slot's thread, still running items of the current phase, claimed them on
@@ -171,15 +235,25 @@ bool Job::item_runs_on(int cpu, int slot) const {
   return false;
 }
 
-// For a thread waiting for phase `phase`'s last items (Job::work): whether to yield its core
-// now. Beside a thread that runs them, it moves to another core if it may
-// (runtime/core_moves.hpp) and yields otherwise; elsewhere, or once the phase is over, it
-// spins on.
-bool Job::make_way(int slot, std::uint32_t phase) const {
+// For a thread waiting for phase `phase`'s last items (Job::work): what to do next. Beside a
+// thread that runs them on its own core, it moves to another core if it may
+// (runtime/core_moves.hpp) and yields otherwise. Elsewhere it spins, until a worker holding
+// items on another core has not run for kPullAfterUs in a job older than kPullJobAgeUs: then
+// it pulls that worker onto its core (pull_holder) and sleeps.
+WaitChoice Job::make_way(int slot, std::uint32_t phase, PullWatch& watch) {
   const int cpu = sched_getcpu();
-  if (cpu < 0) return true;  // unknown: yield, as a waiter always did before
-  if (!item_runs_on(cpu, slot) || phase_.load() != phase) return false;
-  return !move_off_core(cpu, [&](int core) { return item_runs_on(core, slot); });
+  if (cpu < 0) return WaitChoice::yield;  // unknown: yield, as a waiter always did before
+  if (phase_.load() != phase) return WaitChoice::spin;
+  if (item_runs_on(cpu, slot)) {
+    return move_off_core(cpu, [&](int core) { return item_runs_on(core, slot); })
+               ? WaitChoice::spin
+               : WaitChoice::yield;
+  }
+  if (pulls_on() && now_us() - start_us_ >= tuning::kPullJobAgeUs &&
+      pull_holder(slot, phase, cpu, watch)) {
+    return WaitChoice::sleep;
+  }
+  return WaitChoice::spin;
 }
 
 void Job::rethrow_first_error() const {

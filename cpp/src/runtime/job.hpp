@@ -74,6 +74,13 @@ class Job {
     // The CPU its thread ran on when it claimed its first item of the current phase, until it
     // has run out of items there; -1: none.
     std::atomic<int> running_on{-1};
+    // Its thread's id while it runs items, if it is one of rnngraph's own workers (one that
+    // a waiter may pull onto its core, core_moves.hpp), else 0.
+    std::atomic<int> thread_id{0};
+    // 0: not pulled; 1: a waiter is pulling it; 2: pulled (its mask to set back in `had`).
+    std::atomic<int> pull_state{0};
+    std::atomic<int> pulled_from{-1};  // the core it was pulled from
+    alignas(8) unsigned char had[128];  // its thread's mask at the start of the job (cpu_set_t)
   };
   static constexpr Index kMaxItems = 0xFFFF;
 
@@ -83,7 +90,15 @@ class Job {
   void finish_items(std::uint32_t phase, Index count);
   void record_error();
   bool item_runs_on(int cpu, int slot) const;
-  bool make_way(int slot, std::uint32_t phase) const;
+  // A waiter's view of one holder it may pull (pull_holder): its slot (-1: none), thread,
+  // CPU time and since when that has not changed.
+  struct PullWatch {
+    int slot = -1, thread_id = 0;
+    long long run_ns = -1, since_us = 0;
+  };
+  WaitChoice make_way(int slot, std::uint32_t phase, PullWatch& watch);
+  bool pull_holder(int slot, std::uint32_t phase, int cpu, PullWatch& watch);
+  void restore_if_pulled(Share& mine);
 
   JobWork work_;
   std::vector<Share> shares_;
@@ -93,6 +108,7 @@ class Job {
   alignas(64) std::atomic<int> joined_{1};       // slots reserved, the caller's included
   std::atomic<bool> failed_{false};
   unsigned float_state_;  // the caller's (thread_state.hpp), for every thread of the job
+  long long start_us_;    // when the job was made (pull_holder pulls only in older jobs)
   std::mutex error_mutex_;
   std::exception_ptr error_;
 };

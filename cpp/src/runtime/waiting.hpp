@@ -9,6 +9,9 @@
 
 namespace rnngraph::runtime {
 
+// What a waiting thread does next, once its first spin is over (WaitWord::wait_while).
+enum class WaitChoice { spin, yield, sleep };
+
 // A word that threads wait on and one thread changes.
 class WaitWord {
  public:
@@ -17,11 +20,11 @@ class WaitWord {
   // Sets the word and wakes every thread sleeping on it.
   void store_and_wake(std::uint32_t value);
   // Returns once the word differs from `seen` (at once if it does already): spins for
-  // `spin_us` microseconds; for `patience_us` more, yields its core whenever yield_now()
-  // returns true and spins otherwise; then sleeps. Returns the new value.
-  template <class YieldNow>
+  // `spin_us` microseconds; for `patience_us` more, asks choose() each time: spins a little,
+  // yields its core, or sleeps at once; then sleeps. Returns the new value.
+  template <class Choose>
   std::uint32_t wait_while(std::uint32_t seen, long spin_us, long patience_us,
-                           YieldNow&& yield_now) const;
+                           Choose&& choose) const;
 
  private:
   std::uint32_t sleep_while(std::uint32_t seen) const;  // the futex, until the word changes
@@ -53,16 +56,18 @@ bool spin_until(Done&& done, long spin_us) {
   }
 }
 
-template <class YieldNow>
+template <class Choose>
 std::uint32_t WaitWord::wait_while(std::uint32_t seen, long spin_us, long patience_us,
-                                   YieldNow&& yield_now) const {
+                                   Choose&& choose) const {
   std::uint32_t now = seen;
   auto changed = [&] { return (now = load()) != seen; };
   if (spin_until(changed, spin_us)) return now;
   const long long start = now_us();
   while (now_us() - start < patience_us) {
     if (changed()) return now;
-    if (yield_now()) {
+    const WaitChoice next = choose();
+    if (next == WaitChoice::sleep) break;
+    if (next == WaitChoice::yield) {
       yield_core();
     } else {
       for (int i = 0; i < 16; ++i) pause_once();
