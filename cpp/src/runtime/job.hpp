@@ -79,7 +79,7 @@ class Job {
     std::atomic<int> thread_id{0};
     // 0: not pulled; 1: a waiter is pulling it; 2: pulled (its mask to set back in `had`).
     std::atomic<int> pull_state{0};
-    std::atomic<int> pulled_from{-1};  // the core it was pulled from
+    std::atomic<int> pulled_from{-1};   // the core it was pulled from
     alignas(8) unsigned char had[128];  // its thread's mask at the start of the job (cpu_set_t)
   };
   static constexpr Index kMaxItems = 0xFFFF;
