@@ -179,8 +179,8 @@ void Job::restore_if_pulled(Share& mine) {
 }
 
 // A waiter on core `cpu`: pulls onto it an own worker that holds items of `phase` on another
-// core and has not run for kPullAfterUs (descheduled there behind another thread; a sleeping
-// waiter leaves its core idle, but the scheduler does not move a thread that ran so recently).
+// core and has not run for kPullAfterUs (descheduled there behind another thread; a waiter
+// that only slept left its core idle while the worker waited out the other thread's slice).
 // `watch` follows one such holder across the waiter's calls.
 bool Job::pull_holder(int slot, std::uint32_t phase, int cpu, PullWatch& watch) {
   if (watch.slot >= 0) {
