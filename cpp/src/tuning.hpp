@@ -321,7 +321,7 @@ constexpr long kCoreMoveGapUs = 1000;
 // ms: pulling after 20 µs of not running, judged by /proc's schedstat (which counts a running
 // thread's time only up to its last tick, so running holders were pulled too): row 6 100 /
 // 127, row 4 1.27 / 1.05. After 100 µs by the thread's CPU clock: row 6 94 / 113, row 4 1.10
-// / 0.99. After 200 µs, watched across the wait: row 6 88 / 106, rows 2-4 19-34 % slower;
+// / 0.99. After 200 µs, watched across the wait: row 6 88 / 106, rows 2-4 28-34 % slower;
 // with the worker then going back to the core it was pulled from, and only in jobs older
 // than kPullJobAgeUs: row 6 77 / 115, rows 2-4 within the spread
 // (results/pulls-ab-2cores-zen4-2026-12-01.txt). Not varied further.
