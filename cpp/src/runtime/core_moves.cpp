@@ -1,12 +1,11 @@
 #include "runtime/core_moves.hpp"
 
 #include <atomic>
+#include <ctime>
 
 #include "rnngraph/threads.hpp"
 #include "runtime/waiting.hpp"
 #include "tuning.hpp"
-
-#include <ctime>
 
 #if defined(__linux__)
 #include <sched.h>
@@ -25,24 +24,36 @@ thread_local bool is_own_worker = false;
 thread_local long long last_move_us = 0;
 
 #if defined(__linux__)
-// Narrows the calling thread's mask to `to` (it runs there once this returns), then sets
-// `had` back unless something else changed the mask meanwhile. If `had` is refused (the
-// cgroup's CPUs changed and none of it is left), every CPU, which the kernel cuts down to the
-// cgroup's: a worker is never left on the one core.
-bool move_to(int to, const cpu_set_t& had) {
+// Thread `tid`'s mask (0: the calling thread's) narrowed to core `core`.
+bool narrow_to(pid_t tid, int core) {
   cpu_set_t only;
   CPU_ZERO(&only);
-  CPU_SET(to, &only);
-  if (sched_setaffinity(0, sizeof(only), &only) != 0) return false;
+  CPU_SET(core, &only);
+  return sched_setaffinity(tid, sizeof(only), &only) == 0;
+}
+
+// The calling thread's mask set to `had`; if that is refused (the cgroup's CPUs changed and
+// none of it is left), every CPU, which the kernel cuts down to the cgroup's: a worker is
+// never left on one core.
+void set_back(const cpu_set_t& had) {
+  if (sched_setaffinity(0, sizeof(had), &had) == 0) return;
+  cpu_set_t every;
+  CPU_ZERO(&every);
+  for (int core = 0; core < CPU_SETSIZE; ++core) CPU_SET(core, &every);
+  sched_setaffinity(0, sizeof(every), &every);
+}
+
+// Narrows the calling thread's mask to `to` (it runs there once this returns), then sets
+// `had` back unless something else changed the mask meanwhile.
+bool move_to(int to, const cpu_set_t& had) {
+  if (!narrow_to(0, to)) return false;
   cpu_set_t now;
   CPU_ZERO(&now);
-  if (sched_getaffinity(0, sizeof(now), &now) != 0 || !CPU_EQUAL(&now, &only)) return true;
-  if (sched_setaffinity(0, sizeof(had), &had) != 0) {
-    cpu_set_t every;
-    CPU_ZERO(&every);
-    for (int core = 0; core < CPU_SETSIZE; ++core) CPU_SET(core, &every);
-    sched_setaffinity(0, sizeof(every), &every);
+  if (sched_getaffinity(0, sizeof(now), &now) != 0 || CPU_COUNT(&now) != 1 ||
+      !CPU_ISSET(to, &now)) {
+    return true;
   }
+  set_back(had);
   return true;
 }
 
@@ -89,28 +100,16 @@ bool pull_worker(int tid, int to) {
   cpu_set_t mask;
   CPU_ZERO(&mask);
   if (sched_getaffinity(tid, sizeof(mask), &mask) != 0 || !CPU_ISSET(to, &mask)) return false;
-  cpu_set_t only;
-  CPU_ZERO(&only);
-  CPU_SET(to, &only);
-  if (sched_setaffinity(tid, sizeof(only), &only) != 0) return false;
+  if (!narrow_to(tid, to)) return false;
   pulls_made.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
 
 void restore_mask(const void* had, unsigned had_bytes, int back) {
   if (had_bytes < sizeof(cpu_set_t)) return;
-  const cpu_set_t* mask = static_cast<const cpu_set_t*>(had);
-  if (back >= 0 && back < CPU_SETSIZE && CPU_ISSET(back, mask)) {
-    cpu_set_t only;
-    CPU_ZERO(&only);
-    CPU_SET(back, &only);
-    sched_setaffinity(0, sizeof(only), &only);  // returns once it runs there
-  }
-  if (sched_setaffinity(0, sizeof(cpu_set_t), mask) != 0) {  // (as move_to: never one core)
-    cpu_set_t every;
-    CPU_ZERO(&every);
-    for (int core = 0; core < CPU_SETSIZE; ++core) CPU_SET(core, &every);
-    sched_setaffinity(0, sizeof(every), &every);
+  const cpu_set_t& mask = *static_cast<const cpu_set_t*>(had);
+  if (back < 0 || back >= CPU_SETSIZE || !CPU_ISSET(back, &mask) || !move_to(back, mask)) {
+    set_back(mask);
   }
 }
 #else

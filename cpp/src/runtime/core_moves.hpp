@@ -55,7 +55,7 @@ int own_thread_id();
 // back to its old core and sets back its mask itself (restore_mask) once it runs out of items.
 // Only own workers are pulled: rnngraph never changes the mask of a thread it did not start.
 bool pulls_on();
-// CPU time the thread `tid` of this process has run, in ns (its schedstat), or -1.
+// CPU time the thread `tid` of this process has run, in ns (its CPU-time clock), or -1.
 long long thread_run_ns(int tid);
 // The calling thread's mask, saved into `had` (cpu_set_t bytes); false where it cannot be read.
 bool save_mask(void* had, unsigned had_bytes);
@@ -63,7 +63,7 @@ bool save_mask(void* had, unsigned had_bytes);
 // thread there at once, running or not).
 bool pull_worker(int tid, int to);
 // Sets the calling thread's mask to `had` (as saved by save_mask), after going back to core
-// `back` if that is one of `had`'s (-1: stays where it is).
+// `back` if that is one of `had`'s (-1: stays where it is): a move (move_off_core's rule).
 void restore_mask(const void* had, unsigned had_bytes, int back = -1);
 
 }  // namespace rnngraph::runtime

@@ -134,20 +134,26 @@ void Job::work(int slot) {
   // The caller's floating-point state (denormals flushed); nested parallel sections run here.
   const ThreadState state(float_state_);
   Share& mine = shares_[static_cast<size_t>(slot)];
-  // An own worker may be pulled onto a waiter's core (pull_holder): the mask it has now, which
-  // it sets back afterwards. (Its own moves set their masks back before it claims again.)
-  const int thread_id =
-      own_worker() && pulls_on() && save_mask(mine.had, sizeof(mine.had)) ? own_thread_id() : 0;
+  // An own worker in a job old enough for pulls (pull_holder) may be pulled onto a waiter's
+  // core: it saves its mask first, to set back afterwards, and only then shows its thread id.
+  // (Its own moves set their masks back before it claims again.)
+  const bool may_be_pulled = own_worker();
+  bool pullable = false;
+  int claimed_on = -1;  // the core where this thread claimed its items of the latest phase
   for (;;) {
-    restore_if_pulled(mine);
     const std::uint32_t phase = phase_.load();
     if (Index(phase) >= work_.phases) break;
     Index first = 0, last = 0;
     bool claimed = false;  // once per phase: where this thread runs its items (Share::running_on)
     while (claim(slot, phase, first, last)) {
       if (!claimed) {
-        mine.thread_id.store(thread_id, std::memory_order_relaxed);
-        mine.running_on.store(sched_getcpu(), std::memory_order_release);
+        if (may_be_pulled && !pullable && pulls_on() &&
+            now_us() - start_us_ >= tuning::kPullJobAgeUs) {
+          pullable = save_mask(mine.had, sizeof(mine.had));
+          if (pullable) mine.thread_id.store(own_thread_id(), std::memory_order_relaxed);
+        }
+        claimed_on = sched_getcpu();
+        mine.running_on.store(claimed_on, std::memory_order_release);
       }
       claimed = true;
       if (!failed_.load(std::memory_order_relaxed)) {
@@ -160,21 +166,22 @@ void Job::work(int slot) {
       finish_items(phase, last - first);
     }
     if (claimed) mine.running_on.store(-1, std::memory_order_relaxed);
-    restore_if_pulled(mine);
+    restore_if_pulled(mine, claimed_on);
     PullWatch watch;
     phase_.wait_while(phase, tuning::kPhaseSpinUs, tuning::kPhasePatienceUs,
                       [&] { return make_way(slot, phase, watch); });
   }
   // A waiter may be pulling this thread right now: wait for it to finish, then set back.
   while (mine.pull_state.load(std::memory_order_acquire) == 1) pause_once();
-  restore_if_pulled(mine);
+  restore_if_pulled(mine, claimed_on);
 }
 
-// This thread's mask as it was at the start of the job, if a waiter has pulled it since
-// (pull_holder).
-void Job::restore_if_pulled(Share& mine) {
+// This thread's mask as it was when it became pullable, if a waiter has pulled it since
+// (pull_holder), after going back to `claimed_on`, the core it was pulled from (a waiter
+// pulls only a thread still showing the core where it claimed its items).
+void Job::restore_if_pulled(Share& mine, int claimed_on) {
   if (mine.pull_state.load(std::memory_order_acquire) != 2) return;
-  restore_mask(mine.had, sizeof(mine.had), mine.pulled_from.load(std::memory_order_relaxed));
+  restore_mask(mine.had, sizeof(mine.had), claimed_on);
   mine.pull_state.store(0, std::memory_order_release);
 }
 
@@ -200,7 +207,6 @@ bool Job::pull_holder(int slot, std::uint32_t phase, int cpu, PullWatch& watch) 
           !held.pull_state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) {
         return false;
       }
-      held.pulled_from.store(on, std::memory_order_relaxed);
       const bool pulled =
           held.running_on.load(std::memory_order_acquire) == on && pull_worker(tid, cpu);
       held.pull_state.store(pulled ? 2 : 0, std::memory_order_release);

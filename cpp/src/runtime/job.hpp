@@ -74,13 +74,12 @@ class Job {
     // The CPU its thread ran on when it claimed its first item of the current phase, until it
     // has run out of items there; -1: none.
     std::atomic<int> running_on{-1};
-    // Its thread's id while it runs items, if it is one of rnngraph's own workers (one that
-    // a waiter may pull onto its core, core_moves.hpp), else 0.
+    // Its thread's id once a waiter may pull it onto its core (an own worker in a job older
+    // than tuning::kPullJobAgeUs, core_moves.hpp), else 0.
     std::atomic<int> thread_id{0};
     // 0: not pulled; 1: a waiter is pulling it; 2: pulled (its mask to set back in `had`).
     std::atomic<int> pull_state{0};
-    std::atomic<int> pulled_from{-1};   // the core it was pulled from
-    alignas(8) unsigned char had[128];  // its thread's mask at the start of the job (cpu_set_t)
+    alignas(8) unsigned char had[128];  // its thread's mask before it may be pulled (cpu_set_t)
   };
   static constexpr Index kMaxItems = 0xFFFF;
 
@@ -98,7 +97,7 @@ class Job {
   };
   WaitChoice make_way(int slot, std::uint32_t phase, PullWatch& watch);
   bool pull_holder(int slot, std::uint32_t phase, int cpu, PullWatch& watch);
-  void restore_if_pulled(Share& mine);
+  void restore_if_pulled(Share& mine, int claimed_on);
 
   JobWork work_;
   std::vector<Share> shares_;
