@@ -13,7 +13,9 @@
 // or more; at most 1000). Weights are reordered into the primitives' layouts once, outside the
 // timing. A train step zeroes the weight and bias gradients (oneDNN accumulates into them) and
 // leaves them in the backward primitive's layout. Prints one JSON line: median_ms, min_ms,
-// mean_ms, p90_ms, reps and the implementations oneDNN chose.
+// mean_ms, p90_ms, reps and the implementations oneDNN chose. With RNN_DRIVER_TIMES set, it also
+// writes every timed call's ms to that file, one a line, in the order they ran
+// (benchmarks/per_call_times.py).
 //
 // With IO_DIR: no timing. Every input is read from IO_DIR/<arg>.f32 in oneDNN's user layouts
 // (row-major tnc, ldnc, ldigo, ldgo), one step runs, and every output is written there the same
@@ -24,6 +26,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -281,6 +284,10 @@ std::string measure(Step& step, double budget_s, int min_reps, double settle_s) 
       std::max(floor, std::min(1000, static_cast<int>(budget_s / std::max(first, 1e-9))));
   std::vector<double> t(reps);
   for (double& s : t) s = seconds_of(step);
+  if (const char* path = std::getenv("RNN_DRIVER_TIMES")) {  // every call, in order (ms)
+    std::ofstream times(path);
+    for (const double s : t) times << 1e3 * s << '\n';
+  }
   std::sort(t.begin(), t.end());
   const size_t n = t.size();
   const double median = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
