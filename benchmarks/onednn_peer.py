@@ -70,9 +70,11 @@ def command(cell: str, T: int, N: int, I: int, H: int, bidirectional: bool, trai
     return line + ([str(io_dir)] if io_dir is not None else [])
 
 
-def run(line: list[str], threads: int, timeout_s: float | None = None) -> dict:
-    """Run the driver on ``threads`` OpenMP threads; its JSON line."""
-    env = os.environ | {"OMP_NUM_THREADS": str(threads)}
+def run(line: list[str], threads: int, timeout_s: float | None = None,
+        env: dict[str, str] | None = None) -> dict:
+    """Run the driver on ``threads`` OpenMP threads, with ``env`` added to this process's
+    environment (RNN_DRIVER_TIMES: where it writes every call's time); its JSON line."""
+    env = os.environ | (env or {}) | {"OMP_NUM_THREADS": str(threads)}
     done = subprocess.run(line, capture_output=True, text=True, env=env, timeout=timeout_s,
                           check=False, stdin=subprocess.DEVNULL)
     if done.returncode != 0:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -31,6 +30,7 @@ from pathlib import Path
 
 import load
 import onednn_peer
+import timing
 
 HERE = Path(__file__).resolve().parent
 
@@ -74,11 +74,7 @@ def onednn_times(row_id: int, threads: int, calls: int) -> list[float]:
                                {"budget_s": 0, "min_reps": calls, "settle_s": 0})
     with tempfile.TemporaryDirectory() as scratch:
         path = Path(scratch) / "times.txt"
-        os.environ["RNN_DRIVER_TIMES"] = str(path)
-        try:
-            onednn_peer.run(line, threads)
-        finally:
-            del os.environ["RNN_DRIVER_TIMES"]
+        onednn_peer.run(line, threads, env={"RNN_DRIVER_TIMES": str(path)})
         return [float(t) for t in path.read_text().split()]
 
 
@@ -130,10 +126,11 @@ def main() -> None:
             print(f"  {lib:9} median {median:8.3g} min {min(times):8.3g} | "
                   + " ".join(f"{t:.3g}" for t in times[:20]))
         every = [t for times in processes for t in times]
+        pooled = timing.spread([t / 1e3 for t in every])  # (seconds in, ms out)
         print(f"  {lib:9} median of the process medians {statistics.median(medians):.3g}, "
               f"lowest {min(medians):.3g}")
-        print(f"  {lib:9} every call ({len(every)}): median {statistics.median(every):.3g}, "
-              f"mean {statistics.fmean(every):.3g}, p90 {sorted(every)[int(0.9 * (len(every) - 1))]:.3g}, "
+        print(f"  {lib:9} every call ({pooled['reps']}): median {pooled['median_ms']:.3g}, "
+              f"mean {pooled['mean_ms']:.3g}, p90 {pooled['p90_ms']:.3g}, "
               f"wall-time median {wall_time_median(every):.3g}")
     record = {"row": args.row, "threads": args.threads, "under_load": busy.record(), "runs": runs}
     if args.out:
