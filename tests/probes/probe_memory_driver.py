@@ -164,14 +164,14 @@ def lstm_inference_no_gc(seed: int) -> None:
         gc.enable()
 
 
-SCENARIOS = {"lstm_constant_weights": (lstm_inference, 20),
-             "lstm_constant_weights_gc_off": (lstm_inference_no_gc, 20),
-             "lstm_training_step": (lstm_training, 20),
-             "gru_graph_gradients": (gru_autodiff, 12),
-             "many_graphs_alive": (many_alive, 8),
-             "core_packed_weights": (core_packed, 20),
-             "large_batch_step": (large_batch_step, 2 * LARGE_BATCH_WARM)}
-WARM_BUILDS = {"large_batch_step": LARGE_BATCH_WARM}
+# name: (scenario, builds, warm-up builds before the flatness reference point)
+SCENARIOS = {"lstm_constant_weights": (lstm_inference, 20, WARM),
+             "lstm_constant_weights_gc_off": (lstm_inference_no_gc, 20, WARM),
+             "lstm_training_step": (lstm_training, 20, WARM),
+             "gru_graph_gradients": (gru_autodiff, 12, WARM),
+             "many_graphs_alive": (many_alive, 8, WARM),
+             "core_packed_weights": (core_packed, 20, WARM),
+             "large_batch_step": (large_batch_step, 2 * LARGE_BATCH_WARM, LARGE_BATCH_WARM)}
 
 
 def main() -> None:
@@ -187,8 +187,7 @@ def main() -> None:
     start = status_bytes("VmRSS")
     report: dict[str, dict[str, object]] = {}
     for name in names:
-        scenario, builds = SCENARIOS[name]
-        warm = WARM_BUILDS.get(name, WARM)
+        scenario, builds, warm = SCENARIOS[name]
         series = []
         for build in range(builds):
             scenario(build)
