@@ -1,9 +1,11 @@
 """One process of an A/B between two builds: rows in bench_rnn.py's sweep order at the given
 thread counts; prints one JSON line of medians in ms ({"label", "file", "row@threads": ms}).
 
-    python3 benchmarks/ab_sweep.py LABEL 8,16 1-6
+    python3 benchmarks/ab_sweep.py LABEL 8,16 1-6 [PATH=VALUE,...]
 
 ab_two_builds.sh runs it alternately against two builds (a change and the revision before).
+With PATH=VALUE pairs (e.g. tile=some,sweep=ascending) the process first forces those paths
+(rnngraph._native.core._force_paths): one build, its paths compared in alternating processes.
 """
 
 from __future__ import annotations
@@ -16,9 +18,12 @@ from rows import parse_rows
 from timing import measure
 
 import rnngraph as rg
+from rnngraph._native import core
 
 
-def main(label: str, threads: str, rows: str) -> None:
+def main(label: str, threads: str, rows: str, paths: str = "") -> None:
+    if paths:
+        core._force_paths(**dict(pair.split("=", 1) for pair in paths.split(",")))
     out = {"label": label, "file": rg.__file__}
     for count in (int(t) for t in threads.split(",")):
         rg.set_num_threads(count)
@@ -29,4 +34,4 @@ def main(label: str, threads: str, rows: str) -> None:
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    main(*sys.argv[1:5])
