@@ -145,6 +145,53 @@ def test_idle_threads_use_no_cpu_a_second_after_the_last_call():
     assert ticks <= 1, f"rnngraph's idle threads used {ticks} ticks of CPU in a second"
 
 
+@pytest.mark.parametrize("relay", [True, False])
+def test_a_call_after_a_pause_wakes_every_sleeping_worker_it_needs(relay):
+    """The call wakes one sleeper and the woken workers the rest (or, relay off, the call wakes
+    them all): either way each of the team's sleeping workers runs again, pause after pause."""
+    out = child(f"""
+        import os, time
+        import numpy as np
+        import rnngraph as rg
+        from rnngraph._native import core
+        core._set_worker_wake_relay({relay})
+        rng = np.random.default_rng(0)
+        g = rg.Graph()  # N = 1, H = 512: a team of 6 shares each step (work_split.hpp)
+        x = g.placeholder(shape=(25, 1, 2048), dataType=rg.float32, name="x")  # x·Wᵀ given
+        R = g.placeholder(shape=(2048, 512), dataType=rg.float32, name="R")
+        h = g.LSTM(x, recurrentWeight=R, descriptor=rg.LSTMDescriptor())[0]
+        feeds = {{x: rng.standard_normal((25, 1, 2048), np.float32),
+                  R: 0.05 * rng.standard_normal((2048, 512), np.float32)}}
+        rg.set_num_threads(1)
+        for _ in range(3):  # starts whatever else a call starts (the memory releaser)
+            g.run(feeds, targetTensors=[h])
+        before = set(os.listdir("/proc/self/task"))
+        rg.set_num_threads(6)
+        g.run(feeds, targetTensors=[h])
+        workers = set(os.listdir("/proc/self/task")) - before
+
+        def ran_ns():
+            out = {{}}
+            for tid in workers:
+                with open(f"/proc/self/task/{{tid}}/schedstat") as f:
+                    out[tid] = int(f.read().split()[0])
+            return out
+
+        woken = []
+        for _ in range(5):
+            time.sleep(0.05)  # far past the workers' watch (kWorkerSpinUs): they sleep
+            start = ran_ns()
+            g.run(feeds, targetTensors=[h])
+            time.sleep(0.02)  # a worker woken as the call ended runs on the 2 cores by now
+            end = ran_ns()
+            woken.append(sum(end[t] > start[t] for t in workers))
+        print(len(workers), min(woken))
+    """)
+    workers, fewest_woken = map(int, out.split())
+    assert workers == 5
+    assert fewest_woken == 5, f"a call after a pause woke only {fewest_woken} of 5 workers"
+
+
 MAKING_WAY = """
     import os, subprocess, sys, time
     cpus = sorted(os.sched_getaffinity(0))[:{cpus}]

@@ -363,6 +363,13 @@ constexpr long kWorkerSpinUs = 100;
 // threads 0.75 / 0.81, 8 and 16 within 2 %; rows 3, 5, 8, 10 within their run-to-run spread
 // (row 5 8 threads 5.2 / 4.3 with processes from 4.0 to 5.9; results/machine16-home-slots-ab-2026-11-24.txt).
 constexpr long kSpareJoinUs = 10;
+// An offer that wakes sleeping workers: its caller wakes kCallerWakes of them and leaves the
+// rest to the workers it wakes, each of which wakes up to kRelayWakes more before it joins
+// (worker_pool.cpp, relay_locked). A wake-up is a system call that in a virtual machine also
+// takes an exit to wake the sleeper's virtual CPU: a caller that woke 15 sleepers itself started
+// on its own items only after all of them. MEASUREMENT PENDING.
+constexpr int kCallerWakes = 1;
+constexpr int kRelayWakes = 2;
 // A host OpenMP pool (runtime/host_openmp.hpp, rnngraph.torch's default) stalls when its
 // barriers, which spin without yielding (libgomp: 300,000 rounds, about 9 ms here), wait
 // for a member the OS has descheduled: next to NumPy's OpenBLAS or ONNX Runtime workers
