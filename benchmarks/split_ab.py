@@ -7,9 +7,8 @@ steps how a team runs each forward step (team_loops.hpp, steps_by_units; only wh
 is a team, so its default values force split=team too), --path threshold a parallel site's
 threshold (tuning.hpp; e.g. team=262144 for a smaller team, "auto" for the defaults), --path
 switch the runtime's switches (pulls=off: no waiter pulls a descheduled worker onto its core;
-moves=off: no worker moves off a shared core; runtime/core_moves.hpp; relay=off: a call
-wakes every sleeping worker itself, runtime/worker_pool.cpp). A value may also name several
-paths (or sites) at once, as path=value pairs joined by commas.
+moves=off: no worker moves off a shared core; runtime/core_moves.hpp). A value
+may also name several paths (or sites) at once, as path=value pairs joined by commas.
 --under-load K measures beside K busy processes (load.py).
 
     python3 benchmarks/split_ab.py --rows 10,13 --threads 8 --splits auto team rows --rounds 4
@@ -63,7 +62,6 @@ def apply(path: str, setting: dict[str, str]) -> None:
     elif path == "switch":
         core._set_worker_pulls(setting.get("pulls", "on") != "off")
         core._set_worker_moves(setting.get("moves", "on") != "off")
-        core._set_worker_wake_relay(setting.get("relay", "on") != "off")
     else:
         core._force_paths(**setting)
 

@@ -353,6 +353,13 @@ constexpr long kPullJobAgeUs = 2000;
 // kSpareJoinUs. In bench_rnn.py's sweep order, 4 rounds, row 2 at 16 threads 0.068 -> 0.052,
 // at 8 0.060 -> 0.056; rows 1 and 3-6, and train rows 8, 10, 12 at 16, within the rounds'
 // spread (results/machine16-home-wake-ab-2026-11-25.txt).
+// An offer's caller wakes each sleeper it chose itself, before it starts on its own items.
+// Tried and rejected: relayed wake-ups, the caller waking one and each woken worker up to two
+// more, so that the caller starts at once. A woken worker runs tens of microseconds after its
+// wake-up call, and the relay put two or three such delays in a row: 16-core machine, medians
+// of 4 alternating rounds, ms, relayed / by the caller, after the calling thread spun 1 ms: row
+// 2 at 16 threads 0.188 / 0.158, row 3 0.263 / 0.194, row 4 0.901 / 0.709; slower in 14 of 16
+// cells after 1 or 25 ms at 8 and 16 threads (results/machine16-wake-relay-ab-2026-12-02.txt).
 constexpr long kWorkerSpinUs = 100;
 // A worker whose slot a job's team lacks waits this long before it takes another worker's
 // free slot (worker_pool.cpp): a watching worker joins within about a microsecond, so on an
@@ -363,13 +370,6 @@ constexpr long kWorkerSpinUs = 100;
 // threads 0.75 / 0.81, 8 and 16 within 2 %; rows 3, 5, 8, 10 within their run-to-run spread
 // (row 5 8 threads 5.2 / 4.3 with processes from 4.0 to 5.9; results/machine16-home-slots-ab-2026-11-24.txt).
 constexpr long kSpareJoinUs = 10;
-// An offer that wakes sleeping workers: its caller wakes kCallerWakes of them and leaves the
-// rest to the workers it wakes, each of which wakes up to kRelayWakes more before it joins
-// (worker_pool.cpp, relay_locked). A wake-up is a system call that in a virtual machine also
-// takes an exit to wake the sleeper's virtual CPU: a caller that woke 15 sleepers itself started
-// on its own items only after all of them. MEASUREMENT PENDING.
-constexpr int kCallerWakes = 1;
-constexpr int kRelayWakes = 2;
 // A host OpenMP pool (runtime/host_openmp.hpp, rnngraph.torch's default) stalls when its
 // barriers, which spin without yielding (libgomp: 300,000 rounds, about 9 ms here), wait
 // for a member the OS has descheduled: next to NumPy's OpenBLAS or ONNX Runtime workers

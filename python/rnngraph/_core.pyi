@@ -187,9 +187,6 @@ def _worker_pulls() -> int:
 def _set_worker_pulls(on: bool) -> None:
     """For measurements: whether a waiting thread pulls such a worker onto its core (the default: True)."""
 
-def _set_worker_wake_relay(on: bool) -> None:
-    """For measurements: whether a call wakes one sleeping worker and the woken workers the others (the default: True), or the call wakes every sleeper itself."""
-
 # For tests and measurements.
 def _force_paths(*, product: str = "auto", tile: str = "auto", split: str = "auto",
                  sweep: str = "auto", steps: str = "auto") -> None:

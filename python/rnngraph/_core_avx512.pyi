@@ -21,7 +21,6 @@ from rnngraph._core import _set_memory_reserve as _set_memory_reserve
 from rnngraph._core import _set_parallel_threshold as _set_parallel_threshold
 from rnngraph._core import _set_worker_moves as _set_worker_moves
 from rnngraph._core import _set_worker_pulls as _set_worker_pulls
-from rnngraph._core import _set_worker_wake_relay as _set_worker_wake_relay
 from rnngraph._core import _use_host_openmp as _use_host_openmp
 from rnngraph._core import _worker_moves as _worker_moves
 from rnngraph._core import _worker_pulls as _worker_pulls

@@ -196,9 +196,6 @@ void bind_config(py::module_& m) {
   m.def("_set_worker_pulls", &set_worker_pulls, py::arg("on"),
         "For measurements: whether a waiting thread pulls such a worker onto its core (the "
         "default: True).");
-  m.def("_set_worker_wake_relay", &set_worker_wake_relay, py::arg("on"),
-        "For measurements: whether a call wakes one sleeping worker and the woken workers the "
-        "others (the default: True), or the call wakes every sleeper itself.");
   bind_paths(m);
   m.def("release_kept_memory", &release_kept_memory,
         "Return the memory kept between calls to the system now (done by itself when idle).");

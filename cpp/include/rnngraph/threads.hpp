@@ -68,8 +68,5 @@ void set_worker_moves(bool on);
 // turning those pulls off or on (on by default).
 long long worker_pulls();
 void set_worker_pulls(bool on);
-// For measurements: whether an offer's caller wakes one sleeping worker and leaves the others
-// to the workers it wakes (on by default), or wakes every sleeper itself (runtime/worker_pool.cpp).
-void set_worker_wake_relay(bool on);
 
 }  // namespace rnngraph

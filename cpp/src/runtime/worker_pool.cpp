@@ -6,7 +6,6 @@
 #include <thread>
 #include <unistd.h>
 
-#include "rnngraph/threads.hpp"
 #include "runtime/core_moves.hpp"
 #include "runtime/waiting.hpp"
 #include "tuning.hpp"
@@ -14,8 +13,6 @@
 namespace rnngraph::runtime {
 
 namespace {
-std::atomic<bool> relay_on{true};  // set_worker_wake_relay
-
 std::mutex& creation_mutex() {
   static std::mutex m;
   return m;
@@ -57,38 +54,11 @@ void WorkerPool::offer(const std::shared_ptr<Job>& job, int helpers) {
     // helpers they cannot provide (spares sleep, see work()). A watcher that stops watching
     // meanwhile still sees this offer: posted_ changed before it takes the lock to sleep.
     const int watching = watching_.load(std::memory_order_acquire);
-    to_wake = relay_locked(sleepers_to_wake_locked(helpers, std::max(0, helpers - watching)));
+    to_wake = sleepers_to_wake_locked(helpers, std::max(0, helpers - watching));
   }
   // Outside the lock, so that a woken worker does not block on it at once. Beds live as
   // long as the pool.
   for (Bed* bed : to_wake) bed->wake.notify_one();
-}
-
-// With relayed wake-ups on, the caller wakes only the first kCallerWakes of `chosen` and
-// leaves the rest on relay_, which the woken workers wake in turn (wake_relayed), so that the
-// caller starts on its own items at once instead of after a wake-up call per sleeper.
-std::vector<WorkerPool::Bed*> WorkerPool::relay_locked(std::vector<Bed*> chosen) {
-  const auto first = static_cast<size_t>(tuning::kCallerWakes);
-  if (!relay_on.load(std::memory_order_relaxed) || chosen.size() <= first) return chosen;
-  relay_.insert(relay_.end(), chosen.begin() + static_cast<std::ptrdiff_t>(first), chosen.end());
-  chosen.resize(first);
-  return chosen;
-}
-
-// A worker just woken (holding the lock through `lock`) wakes up to kRelayWakes of the
-// sleepers an offer left on relay_: each woken worker wakes more, so n sleepers are all
-// awake after about log2(n) wake-ups in a row.
-void WorkerPool::wake_relayed(std::unique_lock<std::mutex>& lock) {
-  Bed* next[tuning::kRelayWakes];
-  int count = 0;
-  while (count < tuning::kRelayWakes && !relay_.empty()) {
-    next[count++] = relay_.back();
-    relay_.pop_back();
-  }
-  if (count == 0) return;
-  lock.unlock();
-  for (int i = 0; i < count; ++i) next[i]->wake.notify_one();
-  lock.lock();
 }
 
 // Up to `count` sleeping workers for a job with `helpers` worker slots, marked awake: first
@@ -155,7 +125,6 @@ void WorkerPool::work(int index, Bed* bed) {
           bed->asleep = true;
           bed->wake.wait(lock, [&] { return posted_.load(std::memory_order_acquire) != seen; });
           bed->asleep = false;
-          wake_relayed(lock);
         }
       }
     }
@@ -169,7 +138,3 @@ void WorkerPool::work(int index, Bed* bed) {
 }
 
 }  // namespace rnngraph::runtime
-
-namespace rnngraph {
-void set_worker_wake_relay(bool on) { runtime::relay_on.store(on, std::memory_order_relaxed); }
-}  // namespace rnngraph

@@ -40,13 +40,10 @@ class WorkerPool {
   void work(int index, Bed* bed);
   std::shared_ptr<Job> open_job_locked() const;
   std::vector<Bed*> sleepers_to_wake_locked(int helpers, int count);
-  std::vector<Bed*> relay_locked(std::vector<Bed*> chosen);
-  void wake_relayed(std::unique_lock<std::mutex>& lock);
 
   std::mutex mutex_;  // the fields below
   std::vector<std::shared_ptr<Job>> open_;
   std::vector<std::unique_ptr<Bed>> beds_;  // one per worker started, by index
-  std::vector<Bed*> relay_;                 // chosen by an offer, to be woken by woken workers
   std::atomic<unsigned> posted_{0};         // changes with every offer
   std::atomic<int> watching_{0};            // workers spinning on posted_ right now
 };
