@@ -15,6 +15,7 @@ import sys
 
 from ours import make_step
 from rows import parse_rows
+from split_ab import pairs
 from timing import measure
 
 import rnngraph as rg
@@ -23,7 +24,7 @@ from rnngraph._native import core
 
 def main(label: str, threads: str, rows: str, paths: str = "") -> None:
     if paths:
-        core._force_paths(**dict(pair.split("=", 1) for pair in paths.split(",")))
+        core._force_paths(**pairs(paths))
     out = {"label": label, "file": rg.__file__}
     for count in (int(t) for t in threads.split(",")):
         rg.set_num_threads(count)

@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np
 import ours
-from rows import BY_ID, GATES, Row
+from rows import GATES, Row, parse_rows
 from split_ab import apply, forced
 
 import rnngraph as rg
@@ -71,7 +71,7 @@ def after_pauses(step, pauses_ms: list[float], reps: int) -> dict[str, float]:
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--rows", default="2,4")
+    p.add_argument("--rows", default="2,4", help="e.g. 2,4 or 2-5")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--pauses", default="0,0.1,1,5,25", help="ms of spinning before each call")
     p.add_argument("--reps", type=int, default=60)
@@ -85,8 +85,7 @@ def main(argv=None) -> None:
     results = []
     print(f"rnngraph on {a.threads} thread(s), NumPy on 1; median ms after a busy pause of "
           + ", ".join(f"{x:g}" for x in pauses) + " ms")
-    for row_id in (int(x) for x in a.rows.split(",")):
-        row = BY_ID[row_id]
+    for row in parse_rows(a.rows):
         nbytes = weight_bytes(row)
         step = ours.make_step(row)
         rounds: dict[str, list[dict[str, float]]] = {name: [] for name in a.settings}
@@ -100,10 +99,10 @@ def main(argv=None) -> None:
                  for name, measured in rounds.items()}
         steps["numpy"] = after_pauses(numpy_product(nbytes), pauses, a.reps)
         for name, medians in steps.items():
-            results.append({"row": row_id, "step": name, "weight_mib": nbytes / 2**20,
+            results.append({"row": row.id, "step": name, "weight_mib": nbytes / 2**20,
                             "median_ms": medians})
             cells = "  ".join(f"{v:.3f}" for v in medians.values())
-            print(f"row {row_id} ({nbytes / 2**20:.1f} MiB of weights) {name:18s} {cells}")
+            print(f"row {row.id} ({nbytes / 2**20:.1f} MiB of weights) {name:18s} {cells}")
     if a.out:
         a.out.write_text(json.dumps({"threads": a.threads, "pauses_ms": pauses,
                                      "settings": a.settings, "rounds": a.rounds,

@@ -40,6 +40,11 @@ DEFAULTS = {"split": ["auto", "team", "rows"], "sweep": ["alternating", "ascendi
             "switch": ["auto", "pulls=off"]}
 
 
+def pairs(value: str) -> dict[str, str]:
+    """The path=value pairs of ``value``, joined by commas (ValueError for a pair without "=")."""
+    return dict(pair.split("=", 1) for pair in value.split(","))
+
+
 def forced(path: str, value: str) -> dict[str, str]:
     """What a value of --splits sets: {} for "auto" (every choice to the thresholds),
     {path: value}, or its path=value pairs (ValueError for a pair without "=", or a bare
@@ -47,7 +52,7 @@ def forced(path: str, value: str) -> dict[str, str]:
     if value == "auto":
         return {}
     if "=" in value:
-        return dict(pair.split("=", 1) for pair in value.split(","))
+        return pairs(value)
     if path in ("threshold", "switch"):
         raise ValueError(value)
     return {path: value}
