@@ -8,33 +8,28 @@
 // DIR: uni | bi (bidirectional_concat). MODE: infer (forward_inference) | train
 // (forward_training, then backward with every gradient). Threads: OMP_NUM_THREADS.
 //
-// Timing (as benchmarks/timing.py measures the Python libraries): SETTLE_S of sleep, two
-// warm-up steps, then repetitions filling BUDGET_S (at least MIN_REPS, or 5 for a step of 0.25 s
-// or more; at most 1000). Weights are reordered into the primitives' layouts once, outside the
-// timing. A train step zeroes the weight and bias gradients (oneDNN accumulates into them) and
-// leaves them in the backward primitive's layout. Prints one JSON line: median_ms, min_ms,
-// mean_ms, p90_ms, reps and the implementations oneDNN chose. With RNN_DRIVER_TIMES set, it also
-// writes every timed call's ms to that file, one a line, in the order they ran
-// (benchmarks/per_call_times.py).
+// Timing: drivers/call_timing.hpp, as benchmarks/timing.py measures the Python libraries.
+// Weights are reordered into the primitives' layouts once, outside the timing. A train step
+// zeroes the weight and bias gradients (oneDNN accumulates into them) and leaves them in the
+// backward primitive's layout. Prints one JSON line: median_ms, min_ms, mean_ms, p90_ms, reps
+// and the implementations oneDNN chose (RNN_DRIVER_TIMES: every call's time, call_timing.hpp).
 //
 // With IO_DIR: no timing. Every input is read from IO_DIR/<arg>.f32 in oneDNN's user layouts
 // (row-major tnc, ldnc, ldigo, ldgo), one step runs, and every output is written there the same
 // way (tests/test_onednn_peer.py compares them with rnngraph's).
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "../drivers/call_timing.hpp"
+
 #include <algorithm>
-#include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
-#include <numeric>
 #include <random>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
@@ -268,39 +263,6 @@ class Step {
   std::unordered_map<int, memory> fwd_args_, bwd_args_;
 };
 
-double seconds_of(Step& step) {
-  const auto t0 = std::chrono::steady_clock::now();
-  step.run();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-// timing.py's measure and spread: median, min, mean and the 90th percentile, in ms.
-std::string measure(Step& step, double budget_s, int min_reps, double settle_s) {
-  std::this_thread::sleep_for(std::chrono::duration<double>(settle_s));
-  step.run();
-  const double first = seconds_of(step);
-  const int floor = first < 0.25 ? min_reps : 5;
-  const int reps =
-      std::max(floor, std::min(1000, static_cast<int>(budget_s / std::max(first, 1e-9))));
-  std::vector<double> t(reps);
-  for (double& s : t) s = seconds_of(step);
-  if (const char* path = std::getenv("RNN_DRIVER_TIMES")) {  // every call, in order (ms)
-    std::ofstream times(path);
-    for (const double s : t) times << 1e3 * s << '\n';
-  }
-  std::sort(t.begin(), t.end());
-  const size_t n = t.size();
-  const double median = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
-  const double mean = std::accumulate(t.begin(), t.end(), 0.0) / n;
-  const double p90 = t[static_cast<size_t>(std::nearbyint(0.9 * (n - 1)))];
-  char out[256];
-  std::snprintf(out, sizeof out,
-                "\"median_ms\": %.6g, \"min_ms\": %.6g, \"mean_ms\": %.6g, \"p90_ms\": %.6g, "
-                "\"reps\": %zu",
-                1e3 * median, 1e3 * t[0], 1e3 * mean, 1e3 * p90, n);
-  return out;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -325,7 +287,7 @@ int main(int argc, char** argv) {
       std::printf("{\"impl\": %s}\n", step.impl().c_str());
     } else {
       const std::string timing =
-          measure(step, std::stod(argv[8]), std::stoi(argv[9]), std::stod(argv[10]));
+          call_timing::measure(step, std::stod(argv[8]), std::stoi(argv[9]), std::stod(argv[10]));
       std::printf("{%s, \"impl\": %s}\n", timing.c_str(), step.impl().c_str());
     }
   } catch (const std::exception& e) {

@@ -1,0 +1,119 @@
+"""What a call of rnngraph costs beside its kernels, warm and right after a pass over more
+bytes than the core's L2 holds (as a row's weights pass through it): an LSTM of a few
+units, timed at three depths: Graph.run, the op's compute (ops/recurrent.py, without
+Graph.run's own Python) and the core's rnn_forward (the bindings and the driver's set-up).
+
+    python3 benchmarks/call_overhead.py --threads 2 --processes 3 --evict-mib 12
+
+Each process prints, per depth, the median µs of --calls calls with nothing between them
+("warm") and with a NumPy sum over --evict-mib MiB before each ("after a pass"); the medians
+of the processes follow.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+SHAPE = {"T": 1, "N": 10, "I": 16, "H": 16}  # a step whose kernels take about a microsecond
+
+
+def depths(threads: int) -> dict:
+    """{depth: a call with no arguments}: Graph.run, the op's compute, rnn_forward."""
+    import rnngraph as rg
+    from rnngraph.ops import recurrent
+
+    rg.set_num_threads(threads)
+    T, N, I, H = SHAPE["T"], SHAPE["N"], SHAPE["I"], SHAPE["H"]
+    rng = np.random.default_rng(0)
+
+    def values(*shape: int) -> np.ndarray:
+        return rng.standard_normal(shape, dtype=np.float32) * 0.1
+
+    g = rg.Graph()
+    x = g.placeholder(shape=(T, N, I), dataType=rg.float32, name="source")
+    h0 = g.placeholder(shape=(N, H), dataType=rg.float32, name="initState")
+    c0 = g.placeholder(shape=(N, H), dataType=rg.float32, name="initCell")
+    h = g.LSTM(source=x, recurrentWeight=g.constant(values(4 * H, H)),
+               inputWeight=g.constant(values(4 * H, I)), bias=g.constant(values(4 * H)),
+               initState=h0, initCell=c0, descriptor=rg.LSTMDescriptor())[0]
+    feeds = {x: values(T, N, I), h0: values(N, H), c0: values(N, H)}
+
+    def run() -> None:
+        g.run(feeds=feeds, targetTensors=[h])
+
+    # The op's compute with the arrays Graph.run gives it, and the rnn_forward call it makes
+    # (caught once by wrapping the binding for one run).
+    op = h.op
+    known = {**feeds, **{t: t.op.attrs["value"] for t in op.inputs.values()
+                         if t is not None and t.op.kind == "constant"}}
+    arrays = {label: None if t is None else known[t] for label, t in op.inputs.items()}
+    forward = recurrent._core.rnn_forward
+    caught: dict = {}
+
+    def catch(*args, **kwargs):
+        caught["args"], caught["kwargs"] = args, kwargs
+        return forward(*args, **kwargs)
+
+    recurrent._core.rnn_forward = catch
+    try:
+        run()
+    finally:
+        recurrent._core.rnn_forward = forward
+    return {"Graph.run": run, "op compute": lambda: op.compute(arrays),
+            "rnn_forward": lambda: forward(*caught["args"], **caught["kwargs"])}
+
+
+def one_process(threads: int, calls: int, evict_mib: float) -> dict:
+    """{depth: {"warm": µs, "after a pass": µs}}, medians of ``calls`` calls each."""
+    block = np.ones(int(evict_mib * 2**20) // 4, np.float32)
+    out = {}
+    for name, call in depths(threads).items():
+        for _ in range(300):
+            call()
+        out[name] = {}
+        for label, before in (("warm", lambda: None), ("after a pass", block.sum)):
+            times = []
+            for _ in range(calls):
+                before()
+                t0 = time.perf_counter_ns()
+                call()
+                times.append(time.perf_counter_ns() - t0)
+            out[name][label] = statistics.median(times) / 1e3
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--processes", type=int, default=3)
+    p.add_argument("--calls", type=int, default=2000)
+    p.add_argument("--evict-mib", type=float, default=12.0)
+    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    a = p.parse_args()
+    if a.child:
+        print(json.dumps(one_process(a.threads, a.calls, a.evict_mib)))
+        return
+    runs = []
+    for _ in range(a.processes):
+        line = [sys.executable, __file__, "--child", "--threads", str(a.threads), "--calls",
+                str(a.calls), "--evict-mib", str(a.evict_mib)]
+        runs.append(json.loads(subprocess.run(line, capture_output=True, text=True,
+                                              check=True).stdout.strip().splitlines()[-1]))
+        print(json.dumps(runs[-1]))
+    print(f"# {a.threads} thread(s), LSTM {SHAPE}, {a.calls} calls per cell, "
+          f"a pass over {a.evict_mib:g} MiB; median µs of {a.processes} process medians")
+    for name in runs[0]:
+        cells = [f"{label} {statistics.median(run[name][label] for run in runs):.1f}"
+                 for label in runs[0][name]]
+        print(f"{name}: " + ", ".join(cells))
+
+
+if __name__ == "__main__":
+    main()
