@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 from pathlib import Path
 
+from driver_process import build_if_stale, run_json
 from rows import BY_ID, Row
 
 HERE = Path(__file__).resolve().parent
@@ -41,17 +40,12 @@ def supports(row: Row) -> bool:
 
 
 def build() -> Path:
-    """The driver's path, compiled first when missing or older than its source."""
+    """The driver's path, compiled first when missing or older than its source or the timing
+    header it includes (driver_process.build_if_stale)."""
     if not available():
         raise RuntimeError(MISSING)
-    newest = max(SOURCE.stat().st_mtime, TIMING.stat().st_mtime)
-    if not BINARY.exists() or BINARY.stat().st_mtime < newest:
-        BINARY.parent.mkdir(exist_ok=True)
-        scratch = BINARY.with_suffix(f".{os.getpid()}.tmp")  # concurrent builds never collide
-        subprocess.run(["c++", "-O2", "-std=c++17", "-fopenmp", str(SOURCE), "-o", str(scratch),
-                        "-ldnnl"], check=True, capture_output=True, text=True)
-        scratch.replace(BINARY)
-    return BINARY
+    return build_if_stale(BINARY, [SOURCE, TIMING],
+                          ["c++", "-O2", "-std=c++17", "-fopenmp", str(SOURCE), "-ldnnl"])
 
 
 def primitive(cell: str, resetAfter: bool = True) -> str:
@@ -76,12 +70,7 @@ def run(line: list[str], threads: int, timeout_s: float | None = None,
         env: dict[str, str] | None = None) -> dict:
     """Run the driver on ``threads`` OpenMP threads, with ``env`` added to this process's
     environment (RNN_DRIVER_TIMES: where it writes every call's time); its JSON line."""
-    env = os.environ | (env or {}) | {"OMP_NUM_THREADS": str(threads)}
-    done = subprocess.run(line, capture_output=True, text=True, env=env, timeout=timeout_s,
-                          check=False, stdin=subprocess.DEVNULL)
-    if done.returncode != 0:
-        raise RuntimeError(f"rnn_driver failed ({done.returncode}): {done.stderr.strip()[-500:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_json(line, (env or {}) | {"OMP_NUM_THREADS": str(threads)}, timeout_s)
 
 
 def measure(row: Row, threads: int, timing: dict) -> dict:

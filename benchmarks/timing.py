@@ -57,7 +57,7 @@ def measure_interleaved(steps: dict, budget_s: float = 2.0, rounds: int = 4, min
     names = list(steps)
     rounds = max(1, min(rounds, *planned.values()))  # a large row: a repetition per round
     for r in range(rounds):
-        for name in names[r % len(names):] + names[:r % len(names)]:
+        for name in rotated(names, r):
             share = -(-planned[name] // rounds)  # ceil
             pause(name)
             for _ in range(share):
@@ -66,6 +66,12 @@ def measure_interleaved(steps: dict, budget_s: float = 2.0, rounds: int = 4, min
                 times[name].append(time.perf_counter() - t0)
     return {name: {**spread(t), **(summary(checks[name]) if checks[name] else {})}
             for name, t in times.items()}
+
+
+def rotated(names: list, r: int) -> list:
+    """``names`` as round ``r`` takes them: starting from the (r mod len)-th, so that over
+    the rounds each goes first in turn and a slow spell does not fall on one of them."""
+    return names[r % len(names):] + names[:r % len(names)]
 
 
 def spread(seconds: list[float]) -> dict:

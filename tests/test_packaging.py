@@ -14,7 +14,6 @@ import re
 import shutil
 import subprocess
 import sys
-import sysconfig
 from email.parser import HeaderParser
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,9 @@ from typing import Any
 import pytest
 
 import rnngraph as rg
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from driver_process import cmake
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -164,20 +166,11 @@ def test_cmake_names_the_debian_packages() -> None:
     assert "find_package(Eigen3 3.3 REQUIRED" not in text  # CMake's own error, without hint
 
 
-def _cmake() -> str:
-    """The cmake of this interpreter's environment (the test extra's), else the one on PATH."""
-    scripts = Path(sysconfig.get_path("scripts"))
-    for candidate in (scripts / "cmake", shutil.which("cmake")):
-        if candidate and Path(candidate).is_file():
-            return str(candidate)
-    raise AssertionError("cmake is not installed (pip install '.[test]' installs it)")
-
-
 def _configure(tmp_path: Path, *defines: str,
                env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """Configure the top-level project in a fresh build directory (nothing is compiled)."""
     return subprocess.run(
-        [_cmake(), "-S", str(ROOT), "-B", str(tmp_path / "build"),
+        [cmake(), "-S", str(ROOT), "-B", str(tmp_path / "build"),
          f"-DPython_EXECUTABLE={sys.executable}", *defines],
         capture_output=True, text=True, check=False, timeout=300,
         env={**os.environ, **(env or {})})

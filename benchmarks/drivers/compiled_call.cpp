@@ -4,15 +4,22 @@
 // kernel level and runs it in a process of its own). Used beside onednn/rnn_driver.cpp, which
 // times oneDNN's primitive the same way, to tell the kernels' time from the call's overhead.
 //
-//   compiled_call CELL T N I H DIR THREADS BUDGET_S MIN_REPS SETTLE_S
+//   compiled_call CELL T N I H DIR THREADS BUDGET_S MIN_REPS SETTLE_S [IO_DIR]
 //
-// CELL: lstm | gru (reset gate before the product) | lbr_gru (reset after) | rnn (tanh), as
-// the benchmark rows' descriptors set them (ours.make_step). DIR: uni | bi. The weights are
-// packed once, as a Graph packs its constant weights at the first run (SPEC.md section 1
-// layouts); every call reads the same source and initial state and writes the same outputs.
+// CELL: lstm | gru (reset gate before the product) | lbr_gru (reset after) | rnn (tanh), with
+// the descriptors' defaults otherwise, as the benchmark rows set them (ours.make_step). DIR:
+// uni | bi. The weights are packed once, as a Graph packs its constant weights at its first
+// run; every call reads the same source and initial state and writes the same outputs.
 // Timing: call_timing.hpp. Prints one JSON line: median_ms, min_ms, mean_ms, p90_ms, reps.
+//
+// With IO_DIR: no timing. The inputs are read from IO_DIR/<label>.f32 (float32, row-major, in
+// SPEC.md's layouts: source, recurrentWeight, inputWeight, bias, initState, and initCell for
+// lstm, secondaryBias for lbr_gru), one call runs, and its outputs are written there the same
+// way (output, and cellOutput for lstm; tests/test_compiled_call.py compares them with
+// Graph.run's).
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <memory>
 #include <random>
 #include <stdexcept>
@@ -30,41 +37,68 @@ namespace {
 
 using rnngraph::Index;
 
-std::vector<float> random_values(size_t n, float scale, std::mt19937& engine) {
+enum class Cell { lstm, gru, lbr_gru, rnn };
+
+Cell cell_of(const std::string& name) {
+  if (name == "lstm") return Cell::lstm;
+  if (name == "gru") return Cell::gru;
+  if (name == "lbr_gru") return Cell::lbr_gru;
+  if (name == "rnn") return Cell::rnn;
+  throw std::invalid_argument("CELL: expected lstm, gru, lbr_gru or rnn, got " + name);
+}
+
+int gates_of(Cell cell) { return cell == Cell::lstm ? 4 : cell == Cell::rnn ? 1 : 3; }
+
+// One input: `count` values, read from IO_DIR/<label>.f32 when given, else uniform in
+// [-scale, scale].
+std::vector<float> input(const std::string& io_dir, const char* label, size_t count, float scale,
+                         std::mt19937& engine) {
+  std::vector<float> out(count);
+  if (!io_dir.empty()) {
+    std::ifstream in(io_dir + "/" + label + ".f32", std::ios::binary);
+    in.read(reinterpret_cast<char*>(out.data()), static_cast<std::streamsize>(count * 4));
+    if (in.gcount() != static_cast<std::streamsize>(count * 4))
+      throw std::runtime_error(std::string(label) + ".f32: expected " + std::to_string(count) +
+                               " float32 values");
+    return out;
+  }
   std::uniform_real_distribution<float> uniform(-scale, scale);
-  std::vector<float> out(n);
   for (float& v : out) v = uniform(engine);
   return out;
 }
 
+void write(const std::string& io_dir, const char* label, const std::vector<float>& values) {
+  std::ofstream out(io_dir + "/" + label + ".f32", std::ios::binary);
+  out.write(reinterpret_cast<const char*>(values.data()),
+            static_cast<std::streamsize>(values.size() * 4));
+}
+
 class Step {
  public:
-  Step(const std::string& cell, Index T, Index N, Index I, Index H, bool bidirectional)
+  Step(Cell cell, Index T, Index N, Index I, Index H, bool bidirectional, const std::string& io_dir)
       : cell_(cell) {
-    const int gates = cell == "lstm" ? 4 : cell == "rnn" ? 1 : 3;
-    if (cell != "lstm" && cell != "gru" && cell != "lbr_gru" && cell != "rnn")
-      throw std::invalid_argument("CELL: expected lstm, gru, lbr_gru or rnn, got " + cell);
     shape_.T = T;
     shape_.N = N;
     shape_.I = I;
     shape_.H = H;
-    shape_.gates = gates;
+    shape_.gates = gates_of(cell);
     shape_.bidirectional = bidirectional;
     shape_.has_input_weight = true;
     const Index D = shape_.D(), DH = shape_.DH(), DGH = shape_.DGH();
     std::mt19937 engine(0);
     const float scale = 1.0f / std::sqrt(static_cast<float>(H));
-    source_ = random_values(T * N * I, 1.0f, engine);
-    recurrent_ = random_values(D * gates * H * H, scale, engine);
-    input_ = random_values(DGH * I, scale, engine);
-    bias_ = random_values(DGH, scale, engine);
-    state_ = random_values(N * DH, scale, engine);
-    cell_state_ = random_values(N * DH, scale, engine);
-    secondary_ = random_values(DH, scale, engine);
+    const bool lstm = cell == Cell::lstm, lbr = cell == Cell::lbr_gru;
+    source_ = input(io_dir, "source", T * N * I, 1.0f, engine);
+    recurrent_ = input(io_dir, "recurrentWeight", D * shape_.GH() * H, scale, engine);
+    input_ = input(io_dir, "inputWeight", DGH * I, scale, engine);
+    bias_ = input(io_dir, "bias", DGH, scale, engine);
+    state_ = input(io_dir, "initState", N * DH, scale, engine);
+    if (lstm) cell_state_ = input(io_dir, "initCell", N * DH, scale, engine);
+    if (lbr) secondary_ = input(io_dir, "secondaryBias", DH, scale, engine);
     output_.resize(T * N * DH);
-    cell_output_.resize(T * N * DH);
-    packed_ =
-        rnngraph::pack_forward_weights<float>(D, gates, H, I, recurrent_.data(), input_.data());
+    if (lstm) cell_output_.resize(T * N * DH);
+    packed_ = rnngraph::pack_forward_weights<float>(D, shape_.gates, H, I, recurrent_.data(),
+                                                    input_.data());
     args_.packed = packed_.get();
     args_.source = source_.data();
     args_.recurrentWeight = recurrent_.data();
@@ -72,30 +106,41 @@ class Step {
     args_.bias = bias_.data();
     args_.initState = state_.data();
     args_.output = output_.data();
-    if (cell == "lstm") {
+    if (lstm) {
       args_.initCell = cell_state_.data();
       args_.cellOutput = cell_output_.data();
     }
-    if (cell == "lbr_gru") args_.secondaryBias = secondary_.data();
+    if (lbr) args_.secondaryBias = secondary_.data();
+    lstm_.bidirectional = gru_.bidirectional = rnn_.bidirectional = bidirectional;
+    gru_.resetAfter = lbr;
+    rnn_.activation = rnngraph::Activation::tanh;
   }
+  Step(const Step&) = delete;  // args_ points into this Step's own vectors
+  Step& operator=(const Step&) = delete;
 
   void run() {
-    if (cell_ == "lstm") {
-      rnngraph::lstm_forward<float>(rnngraph::LSTMOptions{}, shape_, args_);
-    } else if (cell_ == "rnn") {
-      rnngraph::SingleGateRNNOptions options;
-      options.activation = rnngraph::Activation::tanh;
-      rnngraph::single_gate_rnn_forward<float>(options, shape_, args_);
-    } else {
-      rnngraph::GRUOptions options;
-      options.resetAfter = cell_ == "lbr_gru";
-      rnngraph::gru_forward<float>(options, shape_, args_);
+    switch (cell_) {
+      case Cell::lstm:
+        return rnngraph::lstm_forward<float>(lstm_, shape_, args_);
+      case Cell::gru:
+      case Cell::lbr_gru:
+        return rnngraph::gru_forward<float>(gru_, shape_, args_);
+      case Cell::rnn:
+        return rnngraph::single_gate_rnn_forward<float>(rnn_, shape_, args_);
     }
   }
 
+  void write_outputs(const std::string& io_dir) const {
+    write(io_dir, "output", output_);
+    if (cell_ == Cell::lstm) write(io_dir, "cellOutput", cell_output_);
+  }
+
  private:
-  std::string cell_;
+  Cell cell_;
   rnngraph::RNNShape shape_;
+  rnngraph::LSTMOptions lstm_;
+  rnngraph::GRUOptions gru_;
+  rnngraph::SingleGateRNNOptions rnn_;
   std::vector<float> source_, recurrent_, input_, bias_, state_, cell_state_, secondary_;
   std::vector<float> output_, cell_output_;
   std::shared_ptr<const rnngraph::PackedForwardWeights<float>> packed_;
@@ -105,18 +150,26 @@ class Step {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 11) {
-    std::fprintf(stderr, "usage: %s CELL T N I H uni|bi THREADS BUDGET_S MIN_REPS SETTLE_S\n",
+  if (argc != 11 && argc != 12) {
+    std::fprintf(stderr,
+                 "usage: %s CELL T N I H uni|bi THREADS BUDGET_S MIN_REPS SETTLE_S [IO_DIR]\n",
                  argv[0]);
     return 2;
   }
   try {
     rnngraph::set_num_threads(std::stoi(argv[7]));
-    Step step(argv[1], std::stol(argv[2]), std::stol(argv[3]), std::stol(argv[4]),
-              std::stol(argv[5]), std::string(argv[6]) == "bi");
-    const std::string timing =
-        call_timing::measure(step, std::stod(argv[8]), std::stoi(argv[9]), std::stod(argv[10]));
-    std::printf("{%s}\n", timing.c_str());
+    const std::string io_dir = argc == 12 ? argv[11] : "";
+    Step step(cell_of(argv[1]), std::stol(argv[2]), std::stol(argv[3]), std::stol(argv[4]),
+              std::stol(argv[5]), std::string(argv[6]) == "bi", io_dir);
+    if (!io_dir.empty()) {
+      step.run();
+      step.write_outputs(io_dir);
+      std::printf("{\"io\": true}\n");
+    } else {
+      const std::string timing =
+          call_timing::measure(step, std::stod(argv[8]), std::stoi(argv[9]), std::stod(argv[10]));
+      std::printf("{%s}\n", timing.c_str());
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "compiled_call: %s\n", e.what());
     return 1;

@@ -22,6 +22,7 @@
 #include "../drivers/call_timing.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
