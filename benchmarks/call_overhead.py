@@ -4,20 +4,27 @@ units, timed at three depths: Graph.run, the op's compute (ops/recurrent.py, wit
 Graph.run's own Python) and the core's rnn_forward (the bindings and the driver's set-up).
 
     python3 benchmarks/call_overhead.py --threads 2 --processes 3 --evict-mib 12
+    python3 benchmarks/call_overhead.py --lean-binding      # and the probe below
 
 Each process prints, per depth, the median µs of --calls calls with nothing between them
 ("warm") and with a NumPy sum over --evict-mib MiB before each ("after a pass"); the medians
-of the processes follow.
+of the processes follow. ``--lean-binding`` adds two depths from a probe,
+``drivers/lean_binding.cpp``: the same LSTM call on state prepared once, bound through
+pybind11 and through a raw METH_FASTCALL function, its arrays unchecked (the floor of a
+binding, not a safe one), built against the core's static library (compiled_call.py).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import statistics
 import subprocess
 import sys
+import sysconfig
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -70,11 +77,42 @@ def depths(threads: int) -> dict:
             "rnn_forward": lambda: forward(*caught["args"], **caught["kwargs"])}
 
 
-def one_process(threads: int, calls: int, evict_mib: float) -> dict:
+def lean_binding_depths() -> dict:
+    """The probe's two calls of the same LSTM (drivers/lean_binding.cpp), built first."""
+    import pybind11
+    import scipy_openblas32
+    from compiled_call import BUILD, ROOT, core_library, kernel_level
+    from driver_process import build_if_stale
+
+    source = Path(__file__).resolve().parent / "drivers" / "lean_binding.cpp"
+    library = core_library(kernel_level())
+    module = BUILD / f"lean_binding{sysconfig.get_config_var('EXT_SUFFIX')}"
+    blas = scipy_openblas32.get_lib_dir()
+    build_if_stale(module, [source, library],
+                   ["c++", "-O3", "-std=c++17", "-shared", "-fPIC", "-fvisibility=hidden",
+                    f"-I{pybind11.get_include()}", f"-I{sysconfig.get_paths()['include']}",
+                    f"-I{ROOT / 'cpp' / 'include'}", str(source), str(library), f"-L{blas}",
+                    f"-l{scipy_openblas32.get_library()}", f"-Wl,-rpath,{blas}", "-pthread"])
+    sys.path.insert(0, str(BUILD))
+    lean = importlib.import_module("lean_binding")
+    T, N, I, H = SHAPE["T"], SHAPE["N"], SHAPE["I"], SHAPE["H"]
+    rng = np.random.default_rng(1)
+
+    def values(*shape: int) -> np.ndarray:
+        return rng.standard_normal(shape, dtype=np.float32) * 0.1
+
+    prepared = lean.prepare(values(4 * H, H), values(4 * H, I), values(4 * H), T, N, I, H)
+    x, h0, c0 = values(T, N, I), values(N, H), values(N, H)
+    return {"probe: pybind11 call": lambda: lean.call(prepared, x, h0, c0),
+            "probe: fastcall": lambda: lean.fast_call(prepared, x, h0, c0)}
+
+
+def one_process(threads: int, calls: int, evict_mib: float, lean: bool = False) -> dict:
     """{depth: {"warm": µs, "after a pass": µs}}, medians of ``calls`` calls each."""
     block = np.ones(int(evict_mib * 2**20) // 4, np.float32)
     out = {}
-    for name, call in depths(threads).items():
+    every = depths(threads) | (lean_binding_depths() if lean else {})
+    for name, call in every.items():
         for _ in range(300):
             call()
         out[name] = {}
@@ -95,15 +133,19 @@ def main() -> None:
     p.add_argument("--processes", type=int, default=3)
     p.add_argument("--calls", type=int, default=2000)
     p.add_argument("--evict-mib", type=float, default=12.0)
+    p.add_argument("--lean-binding", action="store_true")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.child:
-        print(json.dumps(one_process(a.threads, a.calls, a.evict_mib)))
+        print(json.dumps(one_process(a.threads, a.calls, a.evict_mib, a.lean_binding)))
         return
+    if a.lean_binding:
+        lean_binding_depths()  # built once, before the processes that time it
     runs = []
     for _ in range(a.processes):
         line = [sys.executable, __file__, "--child", "--threads", str(a.threads), "--calls",
-                str(a.calls), "--evict-mib", str(a.evict_mib)]
+                str(a.calls), "--evict-mib", str(a.evict_mib),
+                *(["--lean-binding"] if a.lean_binding else [])]
         runs.append(json.loads(subprocess.run(line, capture_output=True, text=True,
                                               check=True).stdout.strip().splitlines()[-1]))
         print(json.dumps(runs[-1]))

@@ -1,6 +1,7 @@
 """The compiled-call benchmark tool (benchmarks/compiled_call.py, drivers/compiled_call.cpp)
 computes the rows' problem: its outputs equal Graph.run's on the same inputs, for every cell
 it takes, in one direction and in both; it times the inference rows, and refuses the others.
+call_overhead.py times a call at every depth, the lean-binding probe's too.
 
 The driver is built against the core's static library of this CPU's kernel level, with the
 same sources and flags as the installed module's, so the two agree bit for bit.
@@ -16,6 +17,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import call_overhead
 import compiled_call
 from driver_process import run_json
 from rows import BY_ID, Row
@@ -108,3 +110,11 @@ def test_an_inference_row_is_timed(row: int, threads: int) -> None:
 def test_rows_it_does_not_time_are_refused(row: Row) -> None:
     with pytest.raises(ValueError, match="float32 inference rows only"):
         compiled_call.command(row, 1, QUICK)
+
+
+def test_the_call_is_timed_at_every_depth_the_probe_included() -> None:
+    times = call_overhead.one_process(1, calls=5, evict_mib=0.01, lean=True)
+    assert list(times) == ["Graph.run", "op compute", "rnn_forward", "probe: pybind11 call",
+                           "probe: fastcall"]
+    for depth in times.values():
+        assert depth["warm"] > 0 and depth["after a pass"] > 0
