@@ -17,6 +17,7 @@ binding, not a safe one), built against the core's static library (compiled_call
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import json
 import statistics
@@ -27,30 +28,23 @@ import time
 from pathlib import Path
 
 import numpy as np
+from ours import row_graph, row_values
+from rows import BY_ID
 
-SHAPE = {"T": 1, "N": 10, "I": 16, "H": 16}  # a step whose kernels take about a microsecond
+# Row 3 (a decoder step) shrunk to 16 units: its kernels take about a microsecond.
+ROW = dataclasses.replace(BY_ID[3], I=16, H=16)
+SHAPE = {"T": ROW.T, "N": ROW.N, "I": ROW.I, "H": ROW.H}
 
 
 def depths(threads: int) -> dict:
-    """{depth: a call with no arguments}: Graph.run, the op's compute, rnn_forward."""
+    """{depth: a call with no arguments}: Graph.run (the benchmark's own step, ours.py), the
+    op's compute, rnn_forward."""
     import rnngraph as rg
     from rnngraph.ops import recurrent
 
     rg.set_num_threads(threads)
-    T, N, I, H = SHAPE["T"], SHAPE["N"], SHAPE["I"], SHAPE["H"]
-    rng = np.random.default_rng(0)
-
-    def values(*shape: int) -> np.ndarray:
-        return rng.standard_normal(shape, dtype=np.float32) * 0.1
-
-    g = rg.Graph()
-    x = g.placeholder(shape=(T, N, I), dataType=rg.float32, name="source")
-    h0 = g.placeholder(shape=(N, H), dataType=rg.float32, name="initState")
-    c0 = g.placeholder(shape=(N, H), dataType=rg.float32, name="initCell")
-    h = g.LSTM(source=x, recurrentWeight=g.constant(values(4 * H, H)),
-               inputWeight=g.constant(values(4 * H, I)), bias=g.constant(values(4 * H)),
-               initState=h0, initCell=c0, descriptor=rg.LSTMDescriptor())[0]
-    feeds = {x: values(T, N, I), h0: values(N, H), c0: values(N, H)}
+    g, feeds, targets = row_graph(ROW, row_values(ROW))
+    h = targets[0]
 
     def run() -> None:
         g.run(feeds=feeds, targetTensors=[h])
@@ -78,31 +72,25 @@ def depths(threads: int) -> dict:
 
 
 def lean_binding_depths() -> dict:
-    """The probe's two calls of the same LSTM (drivers/lean_binding.cpp), built first."""
+    """The probe's two calls of the same LSTM on the same values (drivers/lean_binding.cpp),
+    built first."""
     import pybind11
-    import scipy_openblas32
-    from compiled_call import BUILD, ROOT, core_library, kernel_level
+    from compiled_call import BUILD, core_library, kernel_level, link_flags
     from driver_process import build_if_stale
 
     source = Path(__file__).resolve().parent / "drivers" / "lean_binding.cpp"
     library = core_library(kernel_level())
     module = BUILD / f"lean_binding{sysconfig.get_config_var('EXT_SUFFIX')}"
-    blas = scipy_openblas32.get_lib_dir()
     build_if_stale(module, [source, library],
                    ["c++", "-O3", "-std=c++17", "-shared", "-fPIC", "-fvisibility=hidden",
                     f"-I{pybind11.get_include()}", f"-I{sysconfig.get_paths()['include']}",
-                    f"-I{ROOT / 'cpp' / 'include'}", str(source), str(library), f"-L{blas}",
-                    f"-l{scipy_openblas32.get_library()}", f"-Wl,-rpath,{blas}", "-pthread"])
+                    str(source), *link_flags(library)])
     sys.path.insert(0, str(BUILD))
     lean = importlib.import_module("lean_binding")
-    T, N, I, H = SHAPE["T"], SHAPE["N"], SHAPE["I"], SHAPE["H"]
-    rng = np.random.default_rng(1)
-
-    def values(*shape: int) -> np.ndarray:
-        return rng.standard_normal(shape, dtype=np.float32) * 0.1
-
-    prepared = lean.prepare(values(4 * H, H), values(4 * H, I), values(4 * H), T, N, I, H)
-    x, h0, c0 = values(T, N, I), values(N, H), values(N, H)
+    v = row_values(ROW)
+    prepared = lean.prepare(v["recurrentWeight"], v["inputWeight"], v["bias"], ROW.T, ROW.N,
+                            ROW.I, ROW.H)
+    x, h0, c0 = v["source"], v["initState"], v["initCell"]
     return {"probe: pybind11 call": lambda: lean.call(prepared, x, h0, c0),
             "probe: fastcall": lambda: lean.fast_call(prepared, x, h0, c0)}
 

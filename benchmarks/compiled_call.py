@@ -30,7 +30,7 @@ import sys
 from pathlib import Path
 
 import onednn_peer
-from driver_process import build_if_stale, cmake, run_json
+from driver_process import SHARED_HEADER, build_if_stale, cmake, run_json
 from load import busy
 from rows import BY_ID, Row, parse_rows
 from timing import rotated
@@ -38,7 +38,6 @@ from timing import rotated
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 SOURCE = HERE / "drivers" / "compiled_call.cpp"
-TIMING = HERE / "drivers" / "call_timing.hpp"
 BUILD = HERE / "build" / "core"  # build/ is ignored by git
 ONLY = "the compiled call times float32 inference rows only"
 
@@ -79,17 +78,21 @@ def core_library(level: str) -> Path:
     return BUILD / "cpp" / f"lib{target}.a"
 
 
-def build(level: str) -> Path:
-    """The driver linked against ``level``'s core library (build_if_stale)."""
+def link_flags(library: Path) -> list[str]:
+    """What a program or module calling the core needs on its compile line after its source:
+    the core's headers, its static ``library`` (core_library) and the OpenBLAS it calls."""
     import scipy_openblas32
 
-    library = core_library(level)
     blas = scipy_openblas32.get_lib_dir()
-    return build_if_stale(BUILD / f"compiled_call_{level}", [SOURCE, TIMING, library],
-                          ["c++", "-O2", "-std=c++17", f"-I{ROOT / 'cpp' / 'include'}",
-                           str(SOURCE), str(library), f"-L{blas}",
-                           f"-l{scipy_openblas32.get_library()}", f"-Wl,-rpath,{blas}",
-                           "-pthread", "-ldl"])
+    return [f"-I{ROOT / 'cpp' / 'include'}", str(library), f"-L{blas}",
+            f"-l{scipy_openblas32.get_library()}", f"-Wl,-rpath,{blas}", "-pthread", "-ldl"]
+
+
+def build(level: str) -> Path:
+    """The driver linked against ``level``'s core library (build_if_stale)."""
+    library = core_library(level)
+    return build_if_stale(BUILD / f"compiled_call_{level}", [SOURCE, SHARED_HEADER, library],
+                          ["c++", "-O2", "-std=c++17", str(SOURCE), *link_flags(library)])
 
 
 def command(row: Row, threads: int, timing: dict, io_dir: Path | None = None) -> list[str]:

@@ -12,6 +12,9 @@ import subprocess
 import sysconfig
 from pathlib import Path
 
+# What both C++ drivers include (timing, .f32 files, main): a driver older than it is rebuilt.
+SHARED_HEADER = Path(__file__).resolve().parent / "drivers" / "driver.hpp"
+
 
 def build_if_stale(binary: Path, sources: list[Path], compile_line: list[str]) -> Path:
     """``binary``, compiled by ``compile_line`` (its output file appended after ``-o``) when

@@ -17,12 +17,11 @@ import argparse
 import json
 from pathlib import Path
 
-from driver_process import build_if_stale, run_json
+from driver_process import SHARED_HEADER, build_if_stale, run_json
 from rows import BY_ID, Row
 
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "onednn" / "rnn_driver.cpp"
-TIMING = HERE / "drivers" / "call_timing.hpp"  # its timing, shared with compiled_call.cpp
 BINARY = HERE / "build" / "rnn_driver"  # build/ is ignored by git
 HEADER = Path("/usr/include/oneapi/dnnl/dnnl.hpp")
 MISSING = "oneDNN is not installed: apt-get install libdnnl-dev (Debian's oneDNN 2.x)"
@@ -40,11 +39,11 @@ def supports(row: Row) -> bool:
 
 
 def build() -> Path:
-    """The driver's path, compiled first when missing or older than its source or the timing
-    header it includes (driver_process.build_if_stale)."""
+    """The driver's path, compiled first when missing or older than its source or the header
+    the drivers share (driver_process.build_if_stale)."""
     if not available():
         raise RuntimeError(MISSING)
-    return build_if_stale(BINARY, [SOURCE, TIMING],
+    return build_if_stale(BINARY, [SOURCE, SHARED_HEADER],
                           ["c++", "-O2", "-std=c++17", "-fopenmp", str(SOURCE), "-ldnnl"])
 
 

@@ -35,15 +35,13 @@ def _random(rng, shape, dtype, scale=1.0):
     return rng.standard_normal(shape, dtype=dtype) * dtype(scale)
 
 
-def make_step(row: Row, seed: int = 0):
-    """Return ``step()``: one timed rnngraph call for ``row``."""
+def row_values(row: Row, seed: int = 0) -> dict:
+    """The row's inputs by Swift label, in SPEC.md's layouts: standard normal for the source
+    and sourceGradient, scaled by 1/sqrt(H) for the weights and states."""
     T, N, I, H, G = row.T, row.N, row.I, row.H, GATES[row.cell]
     D = 2 if row.bidirectional else 1
-    train = row.mode == "train"
     rng = np.random.default_rng(seed)
     s = 1.0 / np.sqrt(H)
-
-    g = rg.Graph()
     shapes = {
         "source": (T, N, I),
         "recurrentWeight": (2, G * H, H) if row.bidirectional else (G * H, H),
@@ -55,16 +53,23 @@ def make_step(row: Row, seed: int = 0):
         shapes["initCell"] = (N, D * H)
     if row.cell == "GRU" and row.resetAfter:
         shapes["secondaryBias"] = (D * H,)
-    if train:
+    if row.mode == "train":
         shapes["sourceGradient"] = (T, N, D * H)
     dtype = np.dtype(row.dtype).type
-    values = {k: _random(rng, v, dtype, 1.0 if k in ("source", "sourceGradient") else s)
-              for k, v in shapes.items()}
+    return {k: _random(rng, v, dtype, 1.0 if k in ("source", "sourceGradient") else s)
+            for k, v in shapes.items()}
+
+
+def row_graph(row: Row, values: dict) -> tuple:
+    """(graph, feeds, targets) of the row's step on ``values`` (row_values): infer targets
+    the forward op's outputs (h, and c for the LSTM), train every gradient."""
+    train = row.mode == "train"
+    g = rg.Graph()
     constant = () if train else ("recurrentWeight", "inputWeight", "bias")
     data_type = rg.float64 if row.dtype == "float64" else rg.float32
-    ph = {k: g.constant(values[k], name=k) if k in constant
-          else g.placeholder(shape=v, dataType=data_type, name=k) for k, v in shapes.items()}
-    feeds = {ph[k]: values[k] for k in shapes if k not in constant}
+    ph = {k: g.constant(v, name=k) if k in constant
+          else g.placeholder(shape=v.shape, dataType=data_type, name=k) for k, v in values.items()}
+    feeds = {ph[k]: v for k, v in values.items() if k not in constant}
     inputs = {k: t for k, t in ph.items() if k != "sourceGradient"}
 
     if row.cell == "LSTM":
@@ -91,7 +96,16 @@ def make_step(row: Row, seed: int = 0):
             targets = g.singleGateRNNGradients(sourceGradient=ph["sourceGradient"], zState=z,
                                                descriptor=d, **inputs)
     if not train:
-        targets = [outs[0]]
+        targets = list(outs)
+    return g, feeds, targets
+
+
+def make_step(row: Row, seed: int = 0):
+    """Return ``step()``: one timed rnngraph call for ``row`` (infer: the output sequence h
+    only, as the peers return it)."""
+    g, feeds, targets = row_graph(row, row_values(row, seed))
+    if row.mode != "train":
+        targets = targets[:1]
 
     def step():
         return g.run(feeds=feeds, targetTensors=targets)

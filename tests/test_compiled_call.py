@@ -20,57 +20,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import call_overhead
 import compiled_call
 from driver_process import run_json
+from ours import row_graph, row_values
 from rows import BY_ID, Row
 
-import rnngraph as rg
 from rnngraph._native import core
 
 QUICK = {"budget_s": 0.0, "min_reps": 3, "settle_s": 0.0}
-GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
 
 
 def small(cell: str, bidirectional: bool, resetAfter: bool = True) -> Row:
     """An inference row of ``cell`` with small sizes (T4 N3 I5 H4)."""
     return dataclasses.replace(BY_ID[2], cell=cell, T=4, N=3, I=5, H=4,
                                bidirectional=bidirectional, resetAfter=resetAfter)
-
-
-def inputs(row: Row) -> dict[str, np.ndarray]:
-    """Random float32 inputs of ``row`` by Swift label, in SPEC.md's layouts."""
-    rng = np.random.default_rng(row.T * 100 + row.N)
-    D, G, H = 2 if row.bidirectional else 1, GATES[row.cell], row.H
-    shapes = {"source": (row.T, row.N, row.I),
-              "recurrentWeight": (2, G * H, H) if row.bidirectional else (G * H, H),
-              "inputWeight": (D * G * H, row.I), "bias": (D * G * H,),
-              "initState": (row.N, D * H)}
-    if row.cell == "LSTM":
-        shapes["initCell"] = (row.N, D * H)
-    if row.cell == "GRU" and row.resetAfter:
-        shapes["secondaryBias"] = (D * H,)
-    return {label: rng.uniform(-0.5, 0.5, shape).astype(np.float32)
-            for label, shape in shapes.items()}
-
-
-def graph_run(row: Row, x: dict[str, np.ndarray]) -> list[np.ndarray]:
-    """Graph.run's outputs (h, and c for the LSTM) with the weights as constants, as the
-    benchmark's step builds them (benchmarks/ours.py)."""
-    g = rg.Graph()
-    weights = ("recurrentWeight", "inputWeight", "bias", "secondaryBias")
-    t = {k: g.constant(v) if k in weights else g.placeholder(shape=v.shape, dataType=rg.float32)
-         for k, v in x.items()}
-    if row.cell == "LSTM":
-        outs = g.LSTM(descriptor=rg.LSTMDescriptor(bidirectional=row.bidirectional), **t)
-    elif row.cell == "GRU":
-        d = rg.GRUDescriptor(bidirectional=row.bidirectional, resetAfter=row.resetAfter)
-        outs = g.GRU(descriptor=d, **t)
-    else:
-        d = rg.SingleGateRNNDescriptor(bidirectional=row.bidirectional,
-                                       activation=rg.RNNActivation.tanh)
-        outs = g.singleGateRNN(descriptor=d, **t)
-    targets = list(outs[:2]) if row.cell == "LSTM" else [outs[0]]
-    feeds = {t[k]: v for k, v in x.items() if k not in weights}
-    results = g.run(feeds=feeds, targetTensors=targets)
-    return [results[target] for target in targets]
 
 
 CELLS = [("LSTM", True), ("GRU", True), ("GRU", False), ("RNN", True)]  # (cell, resetAfter)
@@ -82,11 +43,13 @@ def test_the_driver_computes_what_graph_run_computes(tmp_path: Path, cell: str,
                                                      resetAfter: bool,
                                                      bidirectional: bool) -> None:
     row = small(cell, bidirectional, resetAfter)
-    x = inputs(row)
-    for label, array in x.items():
+    values = row_values(row)
+    for label, array in values.items():
         array.tofile(tmp_path / f"{label}.f32")
     assert run_json(compiled_call.command(row, 1, QUICK, tmp_path)) == {"io": True}
-    expected = graph_run(row, x)
+    g, feeds, targets = row_graph(row, values)  # the benchmark's own step (ours.py)
+    results = g.run(feeds=feeds, targetTensors=targets)
+    expected = [results[t] for t in targets]  # h, and c for the LSTM
     labels = ["output", "cellOutput"][:len(expected)]
     for label, want in zip(labels, expected):
         got = np.fromfile(tmp_path / f"{label}.f32", np.float32).reshape(want.shape)

@@ -10,7 +10,7 @@
 // the descriptors' defaults otherwise, as the benchmark rows set them (ours.make_step). DIR:
 // uni | bi. The weights are packed once, as a Graph packs its constant weights at its first
 // run; every call reads the same source and initial state and writes the same outputs.
-// Timing: call_timing.hpp. Prints one JSON line: median_ms, min_ms, mean_ms, p90_ms, reps.
+// Timing: driver.hpp. Prints one JSON line: median_ms, min_ms, mean_ms, p90_ms, reps.
 //
 // With IO_DIR: no timing. The inputs are read from IO_DIR/<label>.f32 (float32, row-major, in
 // SPEC.md's layouts: source, recurrentWeight, inputWeight, bias, initState, and initCell for
@@ -19,14 +19,13 @@
 // Graph.run's).
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "call_timing.hpp"
+#include "driver.hpp"
 #include "rnngraph/gru.hpp"
 #include "rnngraph/lstm.hpp"
 #include "rnngraph/packed_weights.hpp"
@@ -65,12 +64,6 @@ std::vector<float> input(const std::string& io_dir, const char* label, size_t co
   std::uniform_real_distribution<float> uniform(-scale, scale);
   for (float& v : out) v = uniform(engine);
   return out;
-}
-
-void write(const std::string& io_dir, const char* label, const std::vector<float>& values) {
-  std::ofstream out(io_dir + "/" + label + ".f32", std::ios::binary);
-  out.write(reinterpret_cast<const char*>(values.data()),
-            static_cast<std::streamsize>(values.size() * 4));
 }
 
 class Step {
@@ -131,8 +124,9 @@ class Step {
   }
 
   void write_outputs(const std::string& io_dir) const {
-    write(io_dir, "output", output_);
-    if (cell_ == Cell::lstm) write(io_dir, "cellOutput", cell_output_);
+    driver::write_floats(io_dir, "output", output_.data(), output_.size());
+    if (cell_ == Cell::lstm)
+      driver::write_floats(io_dir, "cellOutput", cell_output_.data(), cell_output_.size());
   }
 
  private:
@@ -150,29 +144,14 @@ class Step {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 11 && argc != 12) {
-    std::fprintf(stderr,
-                 "usage: %s CELL T N I H uni|bi THREADS BUDGET_S MIN_REPS SETTLE_S [IO_DIR]\n",
-                 argv[0]);
-    return 2;
-  }
-  try {
-    rnngraph::set_num_threads(std::stoi(argv[7]));
-    const std::string io_dir = argc == 12 ? argv[11] : "";
-    Step step(cell_of(argv[1]), std::stol(argv[2]), std::stol(argv[3]), std::stol(argv[4]),
-              std::stol(argv[5]), std::string(argv[6]) == "bi", io_dir);
-    if (!io_dir.empty()) {
-      step.run();
-      step.write_outputs(io_dir);
-      std::printf("{\"io\": true}\n");
-    } else {
-      const std::string timing =
-          call_timing::measure(step, std::stod(argv[8]), std::stoi(argv[9]), std::stod(argv[10]));
-      std::printf("{%s}\n", timing.c_str());
-    }
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "compiled_call: %s\n", e.what());
-    return 1;
-  }
-  return 0;
+  return driver::run_or_time(
+      "compiled_call", "CELL T N I H uni|bi THREADS BUDGET_S MIN_REPS SETTLE_S [IO_DIR]", argc,
+      argv,
+      [&](const std::string& io_dir) {
+        rnngraph::set_num_threads(std::stoi(argv[7]));
+        return std::make_unique<Step>(cell_of(argv[1]), std::stol(argv[2]), std::stol(argv[3]),
+                                      std::stol(argv[4]), std::stol(argv[5]),
+                                      std::string(argv[6]) == "bi", io_dir);
+      },
+      [](const Step&) { return std::string(); });
 }

@@ -8,26 +8,26 @@
 // DIR: uni | bi (bidirectional_concat). MODE: infer (forward_inference) | train
 // (forward_training, then backward with every gradient). Threads: OMP_NUM_THREADS.
 //
-// Timing: drivers/call_timing.hpp, as benchmarks/timing.py measures the Python libraries.
+// Timing: drivers/driver.hpp, as benchmarks/timing.py measures the Python libraries.
 // Weights are reordered into the primitives' layouts once, outside the timing. A train step
 // zeroes the weight and bias gradients (oneDNN accumulates into them) and leaves them in the
 // backward primitive's layout. Prints one JSON line: median_ms, min_ms, mean_ms, p90_ms, reps
-// and the implementations oneDNN chose (RNN_DRIVER_TIMES: every call's time, call_timing.hpp).
+// and the implementations oneDNN chose (RNN_DRIVER_TIMES: every call's time, driver.hpp).
 //
 // With IO_DIR: no timing. Every input is read from IO_DIR/<arg>.f32 in oneDNN's user layouts
 // (row-major tnc, ldnc, ldigo, ldgo), one step runs, and every output is written there the same
 // way (tests/test_onednn_peer.py compares them with rnngraph's).
 #include <oneapi/dnnl/dnnl.hpp>
 
-#include "../drivers/call_timing.hpp"
+#include "../drivers/driver.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <map>
+#include <memory>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -188,10 +188,10 @@ class Step {
     stream_.wait();
   }
 
-  void write_outputs() {
+  void write_outputs(const std::string& io_dir) {
     for (auto* args : {&fwd_args_, &bwd_args_})
       for (const auto& [arg, name] : kOutputs)
-        if (args->count(arg)) write(name, args->at(arg));
+        if (args->count(arg)) write(io_dir, name, args->at(arg));
   }
 
   std::string impl() const {
@@ -232,11 +232,7 @@ class Step {
     auto* data = static_cast<float*>(user.get_data_handle());
     const size_t count = user.get_desc().get_size() / sizeof(float);
     if (!io_dir_.empty()) {
-      std::ifstream in(io_dir_ + "/" + name + ".f32", std::ios::binary);
-      if (!in) throw std::runtime_error("cannot read " + io_dir_ + "/" + name + ".f32");
-      in.read(reinterpret_cast<char*>(data), static_cast<std::streamsize>(count * sizeof(float)));
-      if (in.gcount() != static_cast<std::streamsize>(count * sizeof(float)))
-        throw std::runtime_error(name + ".f32: expected " + std::to_string(count) + " floats");
+      driver::read_floats(io_dir_, name, data, count);
     } else {
       const float scale = name.rfind("diff_", 0) == 0 || name == "src_layer" ? 1.0f : weight_scale_;
       std::uniform_real_distribution<float> uniform(-scale, scale);
@@ -245,13 +241,12 @@ class Step {
     dnnl::reorder(user, m).execute(stream_, user, m);
   }
 
-  void write(const std::string& name, memory& m) {
+  void write(const std::string& io_dir, const std::string& name, memory& m) {
     memory user(user_desc(m.get_desc()), engine_);
     dnnl::reorder(m, user).execute(stream_, m, user);
     stream_.wait();
-    std::ofstream out(io_dir_ + "/" + name + ".f32", std::ios::binary);
-    out.write(static_cast<const char*>(user.get_data_handle()),
-              static_cast<std::streamsize>(user.get_desc().get_size()));
+    driver::write_floats(io_dir, name, static_cast<const float*>(user.get_data_handle()),
+                         user.get_desc().get_size() / sizeof(float));
   }
 
   dnnl::engine engine_;
@@ -267,33 +262,18 @@ class Step {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 11 && argc != 12) {
-    std::fprintf(stderr,
-                 "usage: %s CELL T N I H uni|bi infer|train BUDGET_S MIN_REPS SETTLE_S [IO_DIR]\n",
-                 argv[0]);
-    return 2;
-  }
-  try {
-    const Problem p{argv[1],
-                    std::stol(argv[2]),
-                    std::stol(argv[3]),
-                    std::stol(argv[4]),
-                    std::stol(argv[5]),
-                    std::string(argv[6]) == "bi" ? 2 : 1,
-                    std::string(argv[7]) == "train"};
-    Step step(p, argc == 12 ? argv[11] : "");
-    if (argc == 12) {
-      step.run();
-      step.write_outputs();
-      std::printf("{\"impl\": %s}\n", step.impl().c_str());
-    } else {
-      const std::string timing =
-          call_timing::measure(step, std::stod(argv[8]), std::stoi(argv[9]), std::stod(argv[10]));
-      std::printf("{%s, \"impl\": %s}\n", timing.c_str(), step.impl().c_str());
-    }
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "rnn_driver: %s\n", e.what());
-    return 1;
-  }
-  return 0;
+  return driver::run_or_time(
+      "rnn_driver", "CELL T N I H uni|bi infer|train BUDGET_S MIN_REPS SETTLE_S [IO_DIR]", argc,
+      argv,
+      [&](const std::string& io_dir) {
+        const Problem p{argv[1],
+                        std::stol(argv[2]),
+                        std::stol(argv[3]),
+                        std::stol(argv[4]),
+                        std::stol(argv[5]),
+                        std::string(argv[6]) == "bi" ? 2 : 1,
+                        std::string(argv[7]) == "train"};
+        return std::make_unique<Step>(p, io_dir);
+      },
+      [](Step& step) { return ", \"impl\": " + step.impl(); });
 }
