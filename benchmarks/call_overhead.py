@@ -1,7 +1,11 @@
 """What a call of rnngraph costs beside its kernels, warm and right after a pass over more
 bytes than the core's L2 holds (as a row's weights pass through it): an LSTM of a few
-units, timed at three depths: Graph.run, the op's compute (ops/recurrent.py, without
-Graph.run's own Python) and the core's rnn_forward (the bindings and the driver's set-up).
+units, timed at five depths: Graph.run, the same run compiled (Executable.run, without the
+feed dict and the plan's look-up), the op's compute (ops/recurrent.py, without
+Graph.run's own Python), the core's prepared call that compute makes (the binding of the
+inputs that change from run to run, the outputs and the driver's set-up), and, beside it,
+the same call unprepared through rnn_forward (every input, the options and the shape read
+and checked again).
 
     python3 benchmarks/call_overhead.py --threads 2 --processes 3 --evict-mib 12
     python3 benchmarks/call_overhead.py --lean-binding      # and the probe below
@@ -38,7 +42,7 @@ SHAPE = {"T": ROW.T, "N": ROW.N, "I": ROW.I, "H": ROW.H}
 
 def depths(threads: int) -> dict:
     """{depth: a call with no arguments}: Graph.run (the benchmark's own step, ours.py), the
-    op's compute, rnn_forward."""
+    the same run compiled, the op's compute, its prepared core call, rnn_forward."""
     import rnngraph as rg
     from rnngraph.ops import recurrent
 
@@ -49,26 +53,36 @@ def depths(threads: int) -> dict:
     def run() -> None:
         g.run(feeds=feeds, targetTensors=[h])
 
-    # The op's compute with the arrays Graph.run gives it, and the rnn_forward call it makes
-    # (caught once by wrapping the binding for one run).
+    executable = g.compile(feeds=list(feeds), targetTensors=[h])
+    inputs = list(feeds.values())
+
+    # The op's compute with the arrays Graph.run gives it, and the core calls it makes: the
+    # call prepared at its first run (caught by wrapping prepare_forward for that run), and
+    # the unprepared rnn_forward on the same arrays.
     op = h.op
     known = {**feeds, **{t: t.op.attrs["value"] for t in op.inputs.values()
                          if t is not None and t.op.kind == "constant"}}
     arrays = {label: None if t is None else known[t] for label, t in op.inputs.items()}
-    forward = recurrent._core.rnn_forward
+    prepare = recurrent._core.prepare_forward
     caught: dict = {}
 
-    def catch(*args, **kwargs):
-        caught["args"], caught["kwargs"] = args, kwargs
-        return forward(*args, **kwargs)
+    def catch(options, dense, run_labels, **kwargs):
+        caught.update(options=options, dense=dense, kwargs=kwargs,
+                      run_arrays=[dense[label] for label in run_labels])
+        caught["prepared"] = prepare(options, dense, run_labels, **kwargs)
+        return caught["prepared"]
 
-    recurrent._core.rnn_forward = catch
+    recurrent._core.prepare_forward = catch
     try:
         run()
     finally:
-        recurrent._core.rnn_forward = forward
-    return {"Graph.run": run, "op compute": lambda: op.compute(arrays),
-            "rnn_forward": lambda: forward(*caught["args"], **caught["kwargs"])}
+        recurrent._core.prepare_forward = prepare
+    prepared, run_arrays = caught["prepared"], caught["run_arrays"]
+    return {"Graph.run": run, "Executable.run": lambda: executable.run(inputs),
+            "op compute": lambda: op.compute(arrays),
+            "prepared run": lambda: prepared.run(*run_arrays),
+            "rnn_forward": lambda: recurrent._core.rnn_forward(caught["options"], caught["dense"],
+                                                               **caught["kwargs"])}
 
 
 def lean_binding_depths() -> dict:

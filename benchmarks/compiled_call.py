@@ -1,7 +1,7 @@
 """rnngraph's inference rows through its C++ core with no Python in between
-(``drivers/compiled_call.cpp``), beside Graph.run and oneDNN's own primitive: the kernels'
-time told from the call's overhead (Graph.run's Python and the bindings), which oneDNN's
-driver, timing its primitive alone, does not have.
+(``drivers/compiled_call.cpp``), beside the Python calls (Executable.run and Graph.run) and
+oneDNN's own primitive: the kernels' time told from the call's overhead (the Python and the
+bindings), which oneDNN's driver, timing its primitive alone, does not have.
 
 The driver links the core's static library of the kernel level rnngraph runs here
 (``rnngraph.config.kernel_level``), built with CMake into ``benchmarks/build/core`` on first
@@ -12,8 +12,9 @@ use (about 30 s on 2 cores; Eigen, CMake, pybind11 and scipy-openblas32 as for
     python3 benchmarks/compiled_call.py --compare 2,3 --threads 2 --rounds 4
     python3 benchmarks/compiled_call.py --compare 3 --threads 2 --under-load 1
 
-``--compare``: for each row, ROUNDS rounds of three processes, one library each, the order
-rotating from round to round (the compiled call, Graph.run, oneDNN's driver), each timed
+``--compare``: for each row, ROUNDS rounds of four processes, one call each, the order
+rotating from round to round (the compiled call, Executable.run, Graph.run, oneDNN's
+driver), each timed
 alike (timing.measure's budget, repetitions and settle); prints each process's median in ms
 and each row's median of them. ``--under-load K``: all of it beside K busy processes (load.py).
 """
@@ -113,22 +114,23 @@ def measure(row: Row, threads: int, timing: dict) -> dict:
     return {**run_json(command(row, threads, timing)), "level": kernel_level()}
 
 
-def graph_run(row: Row, threads: int, timing: dict) -> dict:
-    """Graph.run's timing of ``row`` in this process (ours.make_step, timing.measure)."""
+def graph_run(row: Row, threads: int, timing: dict, call: str = "Graph.run") -> dict:
+    """The Python step's timing of ``row`` in this process (ours.make_step with ``call``,
+    timing.measure)."""
     from ours import make_step
     from timing import measure as measure_step
 
     import rnngraph as rg
 
     rg.set_num_threads(threads)
-    return measure_step(make_step(row), budget_s=timing["budget_s"],
+    return measure_step(make_step(row, call=call), budget_s=timing["budget_s"],
                         min_reps=timing["min_reps"], settle_s=timing["settle_s"])
 
 
-def graph_run_ms(row: Row, threads: int, timing: dict) -> float:
+def graph_run_ms(row: Row, threads: int, timing: dict, call: str = "Graph.run") -> float:
     """graph_run's median in a process of its own."""
-    line = [sys.executable, __file__, str(row.id), "--graph-run", "--threads", str(threads),
-            "--budget", str(timing["budget_s"])]
+    line = [sys.executable, __file__, str(row.id), "--python-call", call, "--threads",
+            str(threads), "--budget", str(timing["budget_s"])]
     return run_json(line)["median_ms"]
 
 
@@ -136,6 +138,7 @@ def compare(rows: list[Row], threads: int, rounds: int, timing: dict) -> dict:
     """{row id: {library: [each process's median ms]}}, the libraries' processes taking
     turns within each round, the first of them rotating from round to round."""
     libraries = {"compiled call": lambda r: measure(r, threads, timing)["median_ms"],
+                 "Executable.run": lambda r: graph_run_ms(r, threads, timing, "Executable.run"),
                  "Graph.run": lambda r: graph_run_ms(r, threads, timing)}
     if onednn_peer.available():
         libraries["oneDNN"] = lambda r: onednn_peer.measure(r, threads, timing)["median_ms"]
@@ -156,14 +159,16 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=4)
     p.add_argument("--budget", type=float, default=1.0)
     p.add_argument("--under-load", type=int, default=0, metavar="K")
-    p.add_argument("--graph-run", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--python-call", choices=("Graph.run", "Executable.run"), help=argparse.SUPPRESS)
     a = p.parse_args()
     timing = {"budget_s": a.budget, "min_reps": 10, "settle_s": 0.2}  # timing.measure's
     if a.compare is None:
         if a.row is None:
             p.error("give a row, or --compare ROWS")
-        run = graph_run if a.graph_run else measure
-        print(json.dumps(run(BY_ID[a.row], a.threads, timing)))
+        if a.python_call:
+            print(json.dumps(graph_run(BY_ID[a.row], a.threads, timing, a.python_call)))
+        else:
+            print(json.dumps(measure(BY_ID[a.row], a.threads, timing)))
         return
     rows = [row for row in parse_rows(a.compare) if row.mode == "infer" and row.dtype == "float32"]
     with busy(a.under_load):

@@ -1,5 +1,7 @@
 """rnngraph's step for a row: the graph is built and the feeds are made here, outside timing.
 
+Each step is the graph compiled once (Graph.compile) and run (Executable.run); make_step's
+``call="Graph.run"`` times Graph.run with its feed dict instead.
 infer: one run of the forward op with training=False, target = the output sequence h. The
 weights and bias are graph constants, as they are ONNX Runtime initializers and PyTorch module
 parameters: rnngraph packs constant weights once, at the first (untimed) run.
@@ -100,14 +102,25 @@ def row_graph(row: Row, values: dict) -> tuple:
     return g, feeds, targets
 
 
-def make_step(row: Row, seed: int = 0):
+CALLS = ("Executable.run", "Graph.run")
+
+
+def make_step(row: Row, seed: int = 0, call: str = "Executable.run"):
     """Return ``step()``: one timed rnngraph call for ``row`` (infer: the output sequence h
-    only, as the peers return it)."""
+    only, as the peers return it). ``call``: the step compiled once (``Graph.compile``, the
+    call for a step run many times, as an ONNX Runtime session is), or ``Graph.run`` with
+    its feed dict each call."""
     g, feeds, targets = row_graph(row, row_values(row, seed))
     if row.mode != "train":
         targets = targets[:1]
+    if call == "Graph.run":
+        def step():
+            return g.run(feeds=feeds, targetTensors=targets)
+    elif call == "Executable.run":
+        executable, inputs = g.compile(feeds=list(feeds), targetTensors=targets), list(feeds.values())
 
-    def step():
-        return g.run(feeds=feeds, targetTensors=targets)
-
+        def step():
+            return executable.run(inputs)
+    else:
+        raise ValueError(f"call: one of {CALLS}, got {call!r}")
     return step

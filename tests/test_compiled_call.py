@@ -77,7 +77,7 @@ def test_rows_it_does_not_time_are_refused(row: Row) -> None:
 
 def test_the_call_is_timed_at_every_depth_the_probe_included() -> None:
     times = call_overhead.one_process(1, calls=5, evict_mib=0.01, lean=True)
-    assert list(times) == ["Graph.run", "op compute", "rnn_forward", "probe: pybind11 call",
-                           "probe: fastcall"]
+    assert list(times) == ["Graph.run", "Executable.run", "op compute", "prepared run", "rnn_forward",
+                           "probe: pybind11 call", "probe: fastcall"]
     for depth in times.values():
         assert depth["warm"] > 0 and depth["after a pass"] > 0

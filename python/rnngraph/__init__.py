@@ -26,6 +26,7 @@ from rnngraph.descriptors import (
     SingleGateRNNDescriptor,
 )
 from rnngraph.dtypes import DataType, float32, float64, int32, int64
+from rnngraph.executable import Executable
 from rnngraph.graph import Graph
 from rnngraph.ops.loss import LossReductionType
 from rnngraph.tensor import Tensor
@@ -39,6 +40,7 @@ _threadpool.register()  # threadpoolctl sees and limits rnngraph's threads (if i
 
 __all__ = [
     "DataType",
+    "Executable",
     "GRUDescriptor",
     "Graph",
     "LSTMDescriptor",

@@ -113,6 +113,32 @@ def rnn_forward(
     training resetAfter GRU keeps for rnn_gradients (hm·R_oᵀ + b2 of every step; None
     otherwise)."""
 
+class PreparedForward:
+    """A forward op's call prepared once (from prepare_forward)."""
+
+    @property
+    def run_labels(self) -> str:
+        """The labels ``run`` takes, in order, comma-separated."""
+    def run(self, *arrays: _Array) -> tuple[_Array | None, ...]:
+        """The forward call on this run's arrays (in ``run_labels`` order, each checked
+        against its layout). Returns (h, c or None, zState or None), then recurrentProduct
+        with ``recurrent_product``, as ``rnn_forward`` does."""
+
+def prepare_forward(
+    options: _Options,
+    inputs: dict[str, _Array | None],
+    run_labels: list[str],
+    *,
+    training: bool = False,
+    packed: PackedWeights | None = None,
+    recurrent_product: bool = False,
+) -> PreparedForward:
+    """Check a forward op's call once and keep it: ``inputs`` as for ``rnn_forward`` (this
+    run's arrays); ``run_labels``: those whose arrays change from run to run, passed to
+    ``run`` in this order (each present in ``inputs``). Every other array is kept as it is
+    now (it must not change: a Graph's constants), with the packed weights. Shapes are
+    fixed."""
+
 def rnn_gradients(options: _Options, inputs: dict[str, _Array | None]) -> dict[str, _Array]:
     """Gradient op of one RNN; inputs by Swift label. Returns {label: gradient} for source,
     recurrentWeight and each given optional input. The LSTM also takes the internal

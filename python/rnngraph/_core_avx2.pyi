@@ -3,6 +3,7 @@
 from rnngraph._core import GRUOptions as GRUOptions
 from rnngraph._core import LSTMOptions as LSTMOptions
 from rnngraph._core import PackedWeights as PackedWeights
+from rnngraph._core import PreparedForward as PreparedForward
 from rnngraph._core import SingleGateRNNOptions as SingleGateRNNOptions
 from rnngraph._core import _available_memory as _available_memory
 from rnngraph._core import _cgroup_memory_left as _cgroup_memory_left
@@ -33,6 +34,7 @@ from rnngraph._core import kept_bytes as kept_bytes
 from rnngraph._core import kernel_level as kernel_level
 from rnngraph._core import matmul as matmul
 from rnngraph._core import pack_forward_weights as pack_forward_weights
+from rnngraph._core import prepare_forward as prepare_forward
 from rnngraph._core import release_kept_memory as release_kept_memory
 from rnngraph._core import rnn_forward as rnn_forward
 from rnngraph._core import rnn_gradients as rnn_gradients

@@ -41,6 +41,7 @@ from rnngraph.ops.reshaping import ReshapingOps
 from rnngraph.ops.single_gate_rnn import SingleGateRNNOps
 from rnngraph.ops.slicing import SlicingOps
 from rnngraph.ops.state import StateOps
+from rnngraph.plan import Plan
 from rnngraph.shapes import compatible, larger_than_any_array, shape_text
 from rnngraph.tensor import UNPICKLABLE, Tensor
 
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike, DTypeLike, NDArray
 
     from rnngraph._typing import Compute, OutputSpec
+    from rnngraph.executable import Executable
 
 
 class Operation:
@@ -115,7 +117,7 @@ def _read_as(placeholder: Tensor) -> str:
     return f" (read as {', '.join(readers)})" if readers else ""
 
 
-def _feed_array(tensor: Tensor, value: ArrayLike) -> NDArray[Any]:
+def _feed_array(tensor: Tensor, value: ArrayLike, call: str = "run") -> NDArray[Any]:
     """Convert a feed to the placeholder's dtype and check its shape; never reinterpret bytes.
 
     The element kind and the shape are checked before anything is converted or copied, so a
@@ -126,7 +128,7 @@ def _feed_array(tensor: Tensor, value: ArrayLike) -> NDArray[Any]:
     (``_warn_if_lossy``; the Graph's ``_warned_feeds`` holds those that have warned)."""
     if _fits(value, tensor):
         return value  # the common case: already what the op needs
-    where = f"run: feed for {tensor.name!r}"
+    where = f"{call}: feed for {tensor.name!r}"
     array = _real_array(value, where)
     check_integers(array, tensor.dataType, where, "placeholder")
     if not compatible(tensor.shape, array.shape):
@@ -190,7 +192,7 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps, StateOps, ArithmeticOps, Activati
         self._ref = weakref.ref(self)  # the reference its tensors hold
         self._ops: list[Operation] = []
         self._names = itertools.count()
-        self._plans: dict[tuple[tuple[Tensor, ...], int], _Plan] = {}
+        self._plans: dict[tuple[tuple[Tensor, ...], int], Plan] = {}
         # gradients(of, with_) recorded so far: called again, it returns the same tensors.
         self._gradients: dict[tuple[Tensor, frozenset[Tensor]], dict[Tensor, Tensor]] = {}
         # Placeholders whose feed has warned of lost precision (once each, see _feed_array).
@@ -371,53 +373,56 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps, StateOps, ArithmeticOps, Activati
         for placeholder in plan.placeholders:
             if placeholder not in values:
                 raise ValueError(f"run: placeholder {placeholder.op.name!r} needs a feed")
-        values.update(plan.constants)
-        for op, freed in plan.steps:
-            try:
-                results = op.compute({label: (None if t is None else values[t])  # type: ignore[misc]
-                                      for label, t in op.inputs.items()})  # (computing ops have one)
-            except MemoryError as error:  # named after the op, unless it named itself
-                if str(error).startswith(op.kind):
-                    raise
-                raise MemoryError(f"{op.kind} ({op.name!r}): out of memory: {error}") from None
-            for tensor, result in zip(op.outputs, results):  # (NumPy gives rank-0 math scalars)
-                values[tensor] = result if isinstance(result, np.ndarray) else np.asarray(result)
-            for tensor in freed:  # intermediates past their last use
-                del values[tensor]
-        for assigned in assigns:  # together, after every read of the run
-            assigned.op.attrs["value"].array = values[assigned]
-        for t in plan.copied:  # a view op's result or a placeholder's feed: a dense copy, not
-            # to alias a feed, variable or result
-            values[t] = values[t].copy()
-        return {t: _guarded(values[t]) for t in targets}
+        return dict(zip(targets, plan.execute(values, targets, assigns)))
 
-    def _target_operations(self, operations: Sequence[Operation] | None) -> tuple[Tensor, ...]:
+    def compile(self, feeds: Sequence[Tensor] | Mapping[Tensor, Iterable[int] | None],
+                targetTensors: Sequence[Tensor] | None = None,
+                targetOperations: Sequence[Operation] | None = None) -> Executable:
+        """Compile a run once for many calls (MPSGraph's ``compile(with:feeds:targetTensors:
+        targetOperations:compilationDescriptor:)``): returns an ``Executable`` whose
+        ``run(inputs)`` takes one array per feed, in the order of ``feeds``, and returns the
+        ``targetTensors``' arrays in order, as ``run`` would with the same feeds.
+
+        ``feeds``: the placeholders the run reads, as a list (each of fully known shape) or
+        a dict {placeholder: shape} fixing the dimensions a placeholder leaves open (None:
+        the placeholder's own shape). Every placeholder the targets need must be given, and
+        the shapes must fit: both are checked here, not at the first run.
+
+        Each call of ``Executable.run`` skips what ``run`` does per call to read its feed
+        dict, check its targets and find its plan; the ops themselves are the same (an RNN
+        op of fully known shapes is prepared at its first run, by either)."""
+        from rnngraph.executable import Executable
+
+        return Executable(self, feeds, targetTensors, targetOperations)
+
+    def _target_operations(self, operations: Sequence[Operation] | None,
+                           where: str = "run") -> tuple[Tensor, ...]:
         """The assigns' new values (the tensors a run computes for them), checked."""
         if operations is None:
             return ()
         if isinstance(operations, Operation) or not isinstance(operations, (list, tuple)):
-            raise TypeError("run: targetOperations: expected a list of Operations")
+            raise TypeError(f"{where}: targetOperations: expected a list of Operations")
         found = []
         for op in operations:
             if not isinstance(op, Operation):
-                raise TypeError("run: targetOperations: expected Operations (from assign), "
+                raise TypeError(f"{where}: targetOperations: expected Operations (from assign), "
                                 f"got {type(op).__name__}")
             if not op.outputs:
-                raise ValueError(f"run: targetOperations: {op.name!r} belongs to another Graph")
+                raise ValueError(f"{where}: targetOperations: {op.name!r} belongs to another Graph")
             if op.outputs[0]._graph is not self._ref:
-                self._own(op.outputs[0], "run: targetOperations")  # (says which Graph)
+                self._own(op.outputs[0], f"{where}: targetOperations")  # (says which Graph)
             if op.kind != "assign":
-                raise ValueError(f"run: targetOperations: {op.name!r} is a {op.kind} op; only "
+                raise ValueError(f"{where}: targetOperations: {op.name!r} is a {op.kind} op; only "
                                  "assign operations are run for their effect")
             found.append(op.outputs[0])
         return tuple(found)
 
-    def _plan(self, targets: tuple[Tensor, ...]) -> _Plan:
+    def _plan(self, targets: tuple[Tensor, ...]) -> Plan:
         """What a run of ``targets`` does; cached until the graph grows."""
         key = (targets, len(self._ops))
         plan = self._plans.get(key)
         if plan is None:
-            plan = self._plans[key] = _Plan(self._ops_needed(targets), targets)
+            plan = self._plans[key] = Plan(self._ops_needed(targets), targets)
         return plan
 
     def _ops_needed(self, targets: Iterable[Tensor]) -> list[Operation]:
@@ -444,15 +449,6 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps, StateOps, ArithmeticOps, Activati
         return gradients(self, of, with_)
 
 
-def _guarded(array: NDArray[Any]) -> NDArray[Any]:
-    """A result as the caller gets it: a read-only array that owns its data (a constant's
-    value, or an optimizer's result an assign kept for its variable) as a view, which NumPy
-    will not let anyone set writeable again; any other result as it is."""
-    if array.base is None and not array.flags.writeable:
-        return array.view()
-    return array
-
-
 def _is_size(d: object) -> TypeGuard[int | np.integer[Any]]:
     """A non-negative int (a NumPy integer too; not a bool)."""
     return is_integer(d) and bool(d >= 0)
@@ -467,33 +463,3 @@ def _constant_shape(shape: Iterable[object], where: str) -> tuple[int, ...]:
     if len(sizes) != len(dims):
         raise ValueError(f"{where}: shape: sizes must be non-negative ints, got {shape!r}")
     return tuple(int(d) for d in sizes)
-
-
-class _Plan:
-    """The ops a run evaluates, in order: the placeholders it needs fed, the constants it
-    reads, and each computing op with the intermediates to free after it."""
-
-    def __init__(self, needed: list[Operation], targets: tuple[Tensor, ...]) -> None:
-        self.placeholders = [op.outputs[0] for op in needed if op.kind == "placeholder"]
-        self.constants = {op.outputs[0]: op.attrs["value"] for op in needed if op.kind == "constant"}
-        computing = [op for op in needed if op.kind not in ("placeholder", "constant")]
-        freed = self._last_uses(computing, targets)
-        self.steps = [(op, tuple(freed.get(position, ()))) for position, op in enumerate(computing)]
-        # Targets made by a view op (operands.VIEW), and placeholders (whose value is the
-        # caller's feed): returned as copies of their own.
-        self.copied = [t for t in dict.fromkeys(targets)
-                       if t.op.attrs.get("view") or t.op.kind == "placeholder"]
-
-    @staticmethod
-    def _last_uses(ops: list[Operation], targets: tuple[Tensor, ...]) -> dict[int, list[Tensor]]:
-        """{position: intermediates whose last reader is the op at that position}."""
-        keep = set(targets)
-        last: dict[Tensor, int] = {}
-        for position, op in enumerate(ops):
-            for t in op.inputs.values():
-                if t is not None and t not in keep and t.op.kind not in ("placeholder", "constant"):
-                    last[t] = position
-        freed: dict[int, list[Tensor]] = {}
-        for tensor, position in last.items():
-            freed.setdefault(position, []).append(tensor)
-        return freed

@@ -6,7 +6,10 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <string>
 #include <type_traits>
+#include <variant>
+#include <vector>
 
 #include "array_args.hpp"
 #include "call_arguments.hpp"
@@ -100,20 +103,41 @@ void gradients(const GRUOptions& o, const RNNShape& s, const GradientArgs<S>& a)
   gru_gradients<S>(o, s, a);
 }
 
-// The inputs a forward op and its gradient op share (their Args have the same fields), each
-// checked against its SPEC.md layout.
+// The inputs a forward op and its gradient op share (their Args have the same fields): where
+// each goes, and its SPEC.md layout.
+template <class S, template <class> class Args>
+struct SharedInput {
+  const char* label;
+  const S* Args<S>::* field;
+  bool required;
+  Shape (*layout)(const RNNShape&);
+};
+template <class S, template <class> class Args>
+constexpr SharedInput<S, Args> shared_inputs[] = {
+    {"source", &Args<S>::source, true,
+     [](const RNNShape& s) -> Shape { return {s.T, s.N, s.source_cols()}; }},
+    {"recurrentWeight", &Args<S>::recurrentWeight, true, weight_shape},
+    {"inputWeight", &Args<S>::inputWeight, false,
+     [](const RNNShape& s) -> Shape { return {s.DGH(), s.I}; }},
+    {"bias", &Args<S>::bias, false, [](const RNNShape& s) -> Shape { return {s.DGH()}; }},
+    {"initState", &Args<S>::initState, false,
+     [](const RNNShape& s) -> Shape { return {s.N, s.DH()}; }},
+    {"initCell", &Args<S>::initCell, false,
+     [](const RNNShape& s) -> Shape { return {s.N, s.DH()}; }},
+    {"mask", &Args<S>::mask, false, [](const RNNShape& s) -> Shape { return {s.T, s.N, s.DH()}; }},
+    {"peephole", &Args<S>::peephole, false,
+     [](const RNNShape& s) -> Shape { return {s.D() * 4 * s.H}; }},
+    {"secondaryBias", &Args<S>::secondaryBias, false,
+     [](const RNNShape& s) -> Shape { return {s.DH()}; }},
+};
+constexpr size_t shared_input_count = 9;
+
 template <class S, template <class> class Args>
 void read_op_inputs(const Inputs& in, const RNNShape& s, Args<S>& a) {
-  const Index T = s.T, N = s.N, DH = s.DH();
-  a.source = in.array<S>("source", {T, N, s.source_cols()}, true);
-  a.recurrentWeight = in.array<S>("recurrentWeight", weight_shape(s), true);
-  a.inputWeight = in.array<S>("inputWeight", {s.DGH(), s.I});
-  a.bias = in.array<S>("bias", {s.DGH()});
-  a.initState = in.array<S>("initState", {N, DH});
-  a.initCell = in.array<S>("initCell", {N, DH});
-  a.mask = in.array<S>("mask", {T, N, DH});
-  a.peephole = in.array<S>("peephole", {s.D() * 4 * s.H});
-  a.secondaryBias = in.array<S>("secondaryBias", {DH});
+  for (size_t i = 0; i < shared_input_count; ++i) {
+    const auto& input = shared_inputs<S, Args>[i];
+    a.*input.field = in.array<S>(input.label, input.layout(s), input.required);
+  }
 }
 
 // Each direction's state at its last processed step, [D, N, H] as torch.nn returns h_n and c_n
@@ -136,22 +160,13 @@ py::array_t<S> final_states(const S* sequence, const S* initial, const RNNShape&
   return out;
 }
 
+// The outputs allocated, the core run without the GIL: (h, c or None, zState or None), then
+// with `finals` each direction's final h and c, then with `keep_product` recurrentProduct.
 template <class S>
-py::tuple forward_typed(const CellOptions& opts, const Inputs& in, bool training,
-                        const PackedWeights* packed, bool finals, bool keep_product) {
-  const std::string op = traits_of(opts).op;
+py::tuple run_forward(const CellOptions& opts, const RNNShape& s, ForwardArgs<S>& a, bool training,
+                      bool finals, bool keep_product) {
   const bool lstm = std::holds_alternative<LSTMOptions>(opts);
-  const RNNShape s = infer_shape(opts, op, in);
   const Index T = s.T, N = s.N, DH = s.DH();
-  ForwardArgs<S> a;
-  read_op_inputs(in, s, a);
-  if (packed) {
-    a.packed = packed->get<S>();
-    if (packed->op != op || !a.packed || !packed_weights_match(*a.packed, s)) {
-      throw py::value_error(op + ": packed: weights packed for another op, shape or dtype");
-    }
-  }
-
   auto h = output<S>({T, N, DH});
   a.output = h.mutable_data();
   py::object c = py::none(), z = py::none();
@@ -185,6 +200,87 @@ py::tuple forward_typed(const CellOptions& opts, const Inputs& in, bool training
   }
   return keep_product ? result + py::make_tuple(product) : result;
 }
+
+// The checked inputs of a forward call, the packed weights (checked against them) in place.
+template <class S>
+ForwardArgs<S> forward_args(const CellOptions& opts, const std::string& op, const Inputs& in,
+                            const PackedWeights* packed, RNNShape& s) {
+  s = infer_shape(opts, op, in);
+  ForwardArgs<S> a;
+  read_op_inputs(in, s, a);
+  if (packed) {
+    a.packed = packed->get<S>();
+    if (packed->op != op || !a.packed || !packed_weights_match(*a.packed, s)) {
+      throw py::value_error(op + ": packed: weights packed for another op, shape or dtype");
+    }
+  }
+  return a;
+}
+
+template <class S>
+py::tuple forward_typed(const CellOptions& opts, const Inputs& in, bool training,
+                        const PackedWeights* packed, bool finals, bool keep_product) {
+  const std::string op = traits_of(opts).op;
+  RNNShape s;
+  ForwardArgs<S> a = forward_args<S>(opts, op, in, packed, s);
+  return run_forward<S>(opts, s, a, training, finals, keep_product);
+}
+
+// A forward op's call prepared once (prepare_forward): its options, shape and fixed inputs
+// (a Graph's constants, the packed weights) checked and kept, so that each later call only
+// checks and passes the inputs that change from run to run (`run_inputs`, in order).
+class PreparedForward {
+ public:
+  template <class S>
+  PreparedForward(const CellOptions& opts, std::string op, const RNNShape& s, ForwardArgs<S> base,
+                  std::vector<size_t> run_inputs, bool training, bool keep_product)
+      : opts_(opts),
+        op_(std::move(op)),
+        s_(s),
+        base_(base),
+        run_inputs_(std::move(run_inputs)),
+        training_(training),
+        keep_product_(keep_product) {}
+
+  // The fixed inputs' arrays and the packed weights, kept alive as long as this is.
+  std::vector<py::object> kept;
+
+  py::tuple run(const py::args& arrays) const {
+    if (arrays.size() != run_inputs_.size()) {
+      throw py::value_error(op_ + ": prepared call: expected " +
+                            std::to_string(run_inputs_.size()) + " arrays (" + labels() +
+                            "), got " + std::to_string(arrays.size()));
+    }
+    return naming_memory_errors(op_, [&] {
+      return std::visit(
+          [&](auto base) {  // (a copy: concurrent calls from several Python threads)
+            using S = std::remove_const_t<std::remove_pointer_t<decltype(base.source)>>;
+            for (size_t i = 0; i < run_inputs_.size(); ++i) {
+              const auto& input = shared_inputs<S, ForwardArgs>[run_inputs_[i]];
+              base.*input.field =
+                  rnngraph::bind::input<S>(arrays[i], op_, input.label, input.layout(s_), true);
+            }
+            return run_forward<S>(opts_, s_, base, training_, false, keep_product_);
+          },
+          base_);
+    });
+  }
+
+  std::string labels() const {
+    std::string all;
+    for (size_t i : run_inputs_)
+      all += (all.empty() ? "" : ", ") + std::string(shared_inputs<float, ForwardArgs>[i].label);
+    return all;
+  }
+
+ private:
+  CellOptions opts_;
+  std::string op_;
+  RNNShape s_;
+  std::variant<ForwardArgs<float>, ForwardArgs<double>> base_;
+  std::vector<size_t> run_inputs_;
+  bool training_, keep_product_;
+};
 
 template <class S>
 py::dict gradients_typed(const CellOptions& opts, const Inputs& in) {
@@ -295,6 +391,62 @@ void bind_rnn(py::module_& m) {
       "final_states, also each direction's final h and c [D,N,H] (c None but for the LSTM);\n"
       "with recurrent_product, last, the internal recurrentProduct [T,N,D*H] that a training\n"
       "resetAfter GRU keeps for rnn_gradients (hm*R_o^T + b2 of every step; None otherwise).");
+  py::class_<PreparedForward>(
+      m, "PreparedForward",
+      "A forward op's call prepared once (from prepare_forward); run(*arrays) makes it.")
+      .def("run", &PreparedForward::run,
+           "The forward call on this run's arrays, in the prepared run_labels' order, each\n"
+           "checked against its layout. Returns (h, c or None, zState or None), then\n"
+           "recurrentProduct with recurrent_product, as rnn_forward does.")
+      .def_property_readonly("run_labels", &PreparedForward::labels,
+                             "The labels run() takes, in order, comma-separated.");
+  m.def(
+      "prepare_forward",
+      [](const py::object& options, const py::object& inputs, const py::list& run,
+         const py::object& training_arg, const py::object& packed_arg,
+         const py::object& product_arg) {
+        const CellOptions opts = options_from(options, "prepare_forward: options");
+        const CellTraits& t = traits_of(opts);
+        const bool training = strict_bool(training_arg, t.op, "training");
+        const bool keep = strict_bool(product_arg, t.op, "recurrent_product");
+        const PackedWeights* packed =
+            packed_arg.is_none() ? nullptr : &packed_arg.cast<const PackedWeights&>();
+        const Inputs in(inputs, t.op, t.forward_labels);
+        std::vector<size_t> run_inputs;
+        for (const py::handle& item : run) {
+          if (!py::isinstance<py::str>(item))
+            throw py::type_error(std::string(t.op) + ": prepare_forward: run_labels: expected str");
+          const std::string label = item.cast<std::string>();
+          size_t i = 0;
+          while (i < shared_input_count && label != shared_inputs<float, ForwardArgs>[i].label) ++i;
+          if (i == shared_input_count || in[label.c_str()].is_none()) {
+            throw py::value_error(std::string(t.op) + ": prepare_forward: run_labels: " + label +
+                                  " is not one of the inputs given");
+          }
+          run_inputs.push_back(i);
+        }
+        return naming_memory_errors(t.op, [&] {
+          return dispatch(t.op, "source", in["source"], [&](auto tag) {
+            using S = decltype(tag);
+            RNNShape s;
+            ForwardArgs<S> a = forward_args<S>(opts, t.op, in, packed, s);
+            for (size_t i : run_inputs) a.*shared_inputs<S, ForwardArgs>[i].field = nullptr;
+            auto prepared = std::make_unique<PreparedForward>(
+                opts, t.op, s, a, std::move(run_inputs), training, keep);
+            for (size_t i = 0; i < shared_input_count; ++i)
+              prepared->kept.push_back(in[shared_inputs<S, ForwardArgs>[i].label]);
+            prepared->kept.push_back(packed_arg);
+            return prepared;
+          });
+        });
+      },
+      py::arg("options"), py::arg("inputs"), py::arg("run_labels"), py::kw_only(),
+      py::arg("training") = false, py::arg("packed") = py::none(),
+      py::arg("recurrent_product") = false,
+      "Check a forward op's call once and keep it: inputs as for rnn_forward (this run's\n"
+      "arrays); run_labels: those whose arrays change from run to run, passed to run() in\n"
+      "this order (each present in inputs); every other array is kept as it is now (it must\n"
+      "not change: a Graph's constants), with the packed weights. Shapes are fixed.");
   m.def(
       "rnn_gradients",
       [](const py::object& options, const py::object& inputs) {

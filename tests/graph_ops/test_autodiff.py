@@ -55,14 +55,26 @@ def test_the_forward_op_runs_once_for_its_outputs_and_the_gradient(rng, monkeypa
     (h,) = g.LSTM(x, recurrentWeight=R, inputWeight=W)  # not a training op
     loss = g.reductionSum(g.square(h), axes=[0, 1, 2])
     grads = g.gradients(of=loss, with_=[x, R, W])
-    calls = []
-    real = recurrent._core.rnn_forward
+    calls = []  # each forward call's training flag, through either of the op's core paths
+    real, real_prepare = recurrent._core.rnn_forward, recurrent._core.prepare_forward
 
     def counting(*args, **kwargs):
         calls.append(kwargs.get("training"))
         return real(*args, **kwargs)
 
+    class CountedPrepared:
+        def __init__(self, prepared, training):
+            self.prepared, self.training = prepared, training
+
+        def run(self, *arrays):
+            calls.append(self.training)
+            return self.prepared.run(*arrays)
+
+    def counting_prepare(*args, **kwargs):
+        return CountedPrepared(real_prepare(*args, **kwargs), kwargs.get("training"))
+
     monkeypatch.setattr(recurrent._core, "rnn_forward", counting)
+    monkeypatch.setattr(recurrent._core, "prepare_forward", counting_prepare)
     arrays = lstm_inputs(rng)
     feeds = {x: arrays["source"], R: arrays["recurrentWeight"], W: arrays["inputWeight"]}
     out = g.run(feeds=feeds, targetTensors=[h, loss, *grads.values()])

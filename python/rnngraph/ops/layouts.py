@@ -144,21 +144,31 @@ def fully_known(tensors: dict[str, Tensor | None]) -> bool:
     return all(None not in t.shape for t in tensors.values() if t is not None)
 
 
-def unsettled(tensors: Mapping[str, Tensor | None]) -> list[str]:
+def whole_mask(sizes: Mapping[str, Any], bidirectional: bool) -> tuple[int, ...] | None:
+    """A mask's whole shape [T, N, D·H], where the sizes are known (else None)."""
+    T, N, H = sizes["T"], sizes["N"], sizes["H"]
+    if T is None or N is None or H is None:
+        return None
+    return (T, N, (2 if bidirectional else 1) * H)
+
+
+def unsettled(tensors: Mapping[str, Tensor | None],
+              whole_mask: tuple[int, ...] | None = None) -> list[str]:
     """The labels whose run-time arrays may not be in the core's dense layout yet, the only
     ones ``normalise`` needs to look at. Settled are absent inputs, and placeholders and
     constants of fully known shape in that layout: a run feeds a placeholder of known shape
     a dense array of exactly its shape (``Graph.run``), and a constant holds one dense copy.
+    A mask is settled when its shape is ``whole_mask`` ([T, N, D·H], once known).
     (Skipping them saves 1.5 of a one-step GRU call's 9.3 µs: benchmarks/normalise_ab.py.)"""
     return [label for label, tensor in tensors.items()
-            if tensor is not None and not _settled(label, tensor)]
+            if tensor is not None and not _settled(label, tensor, whole_mask)]
 
 
-def _settled(label: str, tensor: Tensor) -> bool:
+def _settled(label: str, tensor: Tensor, whole_mask: tuple[int, ...] | None) -> bool:
     if tensor.op.kind not in ("placeholder", "constant") or None in tensor.shape:
         return False
     if label in STATE_LABELS:
         return len(tensor.shape) == 2  # not [1, N, D·H]
     if label == "peephole":
         return len(tensor.shape) == 1  # not [2, 4·H]
-    return label != "mask"  # a mask is broadcast to [T, N, D·H] unless given whole
+    return label != "mask" or tensor.shape == whole_mask  # else broadcast to [T, N, D·H]

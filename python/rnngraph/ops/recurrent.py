@@ -21,7 +21,7 @@ from rnngraph.ops.forward_matching import (
     kept_product,
     warn_unmatched_inputs,
 )
-from rnngraph.ops.layouts import fully_known, infer_sizes, normalise, unsettled
+from rnngraph.ops.layouts import fully_known, infer_sizes, normalise, unsettled, whole_mask
 from rnngraph.tensor import Tensor
 
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
     from numpy.typing import NDArray
 
-    from rnngraph._core import PackedWeights
+    from rnngraph._core import PackedWeights, PreparedForward
     from rnngraph._typing import Compute, CoreOptions, GraphBuilder, RunArrays
     from rnngraph.descriptors import _Descriptor
 
@@ -37,6 +37,21 @@ if TYPE_CHECKING:
     Arguments = Mapping[str, Tensor | NDArray[Any] | None]
     # The arguments once checked (arrays not yet converted: their shapes are checked first).
     Checked = dict[str, Tensor | NDArray[Any] | None]
+
+
+class PreparedCall:
+    """A forward op's core call prepared at its first run (an op whose shapes are all known
+    when built; ``prepared`` None until then). ``prepared.run(*arrays)`` takes the arrays of
+    ``run_labels`` in order, the op's outputs sit at ``positions`` of its result. ``direct``:
+    whether those arrays are the run's values as they are (none needs normalising), so that
+    an ``Executable`` whose one step is this op may pass its feeds straight to it
+    (``executable.py``). Held by the op's compute function as ``compute.prepared_call``."""
+
+    __slots__ = ("direct", "positions", "prepared", "run_labels")
+
+    def __init__(self, run_labels: list[str], positions: list[int], direct: bool) -> None:
+        self.prepared: PreparedForward | None = None
+        self.run_labels, self.positions, self.direct = run_labels, positions, direct
 
 
 @dataclass(frozen=True)
@@ -165,12 +180,18 @@ def forward_op(graph: GraphBuilder, spec: CellSpec, arguments: Arguments,
 
     static = fully_known(tensors)
     # (a run looks only at the inputs whose arrays may not be dense yet)
-    to_normalise = unsettled(tensors)
+    to_normalise = unsettled(tensors, whole_mask(sizes, bidirectional))
     # Weights that are graph constants are packed for the kernels once, at the first run, and
     # the packed copy serves every later run (as an inference runtime packs its initializers).
     weights = [tensors[label] for label in ("recurrentWeight", "inputWeight")]
     constant_weights = all(t is None or t.op.kind == "constant" for t in weights)
     packed: PackedWeights | None = None
+    # An op whose shapes are all known when built is checked once, at its first run, and
+    # kept prepared (_core.prepare_forward): a later run checks and passes only the inputs
+    # that are not constants (benchmarks/call_overhead.py measures what that saves).
+    run_labels = [label for label, t in tensors.items()
+                  if t is not None and t.op.kind != "constant"]
+    run_unsettled = [label for label in to_normalise if label in run_labels]
 
     def compute_for(names: list[str]) -> Compute:
         """The op's run-time computation returning ``names`` (training when zState is one;
@@ -180,9 +201,18 @@ def forward_op(graph: GraphBuilder, spec: CellSpec, arguments: Arguments,
         # where each name sits in rnn_forward's result (without final_states: h, c, zState,
         # then recurrentProduct when asked for)
         positions = [("h", "c", "zState", "recurrentProduct").index(k) for k in names]
+        call = PreparedCall(run_labels, positions, direct=not run_unsettled)
+
+        def run_prepared(prepared: PreparedForward, arrays: RunArrays) -> list[NDArray[Any]]:
+            if run_unsettled:
+                arrays = normalise(op, arrays, sizes, bidirectional, run_unsettled)
+            made: tuple[Any, ...] = prepared.run(*[arrays[label] for label in run_labels])
+            return [made[i] for i in positions]
 
         def compute(arrays: RunArrays) -> list[NDArray[Any]]:
             nonlocal packed
+            if call.prepared is not None:  # (static: this run's inputs have the first run's
+                return run_prepared(call.prepared, arrays)  # shapes)
             # Shapes known when building were checked then, and feeds are checked against
             # their placeholders; only dimensions left open need the checks again now.
             run_sizes = sizes if static else infer_sizes(op, spec, arrays, bidirectional)
@@ -190,10 +220,15 @@ def forward_op(graph: GraphBuilder, spec: CellSpec, arguments: Arguments,
             if constant_weights and packed is None:
                 packed = _core.pack_forward_weights(options, dense["recurrentWeight"],
                                                     dense["inputWeight"])
+            if static:
+                call.prepared = _core.prepare_forward(options, dense, run_labels, training=training,
+                                                      packed=packed, recurrent_product=keep)
+                return run_prepared(call.prepared, dense)
             produced: tuple[Any, ...] = _core.rnn_forward(options, dense, training=training,
                                                           packed=packed, recurrent_product=keep)
             return [produced[i] for i in positions]  # (c, zState: None where not made)
 
+        compute.prepared_call = call  # type: ignore[attr-defined]
         return compute
 
     # (autodiff turns a non-training op into a training one, keeping its outputs, when a
@@ -222,7 +257,7 @@ def gradient_op(graph: GraphBuilder, spec: CellSpec, arguments: Arguments,
     options = spec.core_options(descriptor)
     returned = [label for label in spec.returned if tensors.get(label) is not None]
     static = fully_known(tensors)
-    to_normalise = unsettled(tensors)
+    to_normalise = unsettled(tensors, whole_mask(sizes, bidirectional))
 
     def compute(arrays: RunArrays) -> list[NDArray[Any]]:
         run_sizes = sizes if static else infer_sizes(op, spec, arrays, bidirectional)
