@@ -223,7 +223,7 @@ def test_run_refuses_bad_inputs(rng):
     good = np.ones((2, 3), np.float32)
     cases = [
         ((good,), TypeError, "Executable.run: inputs: expected a list of arrays"),
-        ([good, good], ValueError, r"expected 1 arrays \(for \['x'\]\), got 2"),
+        ([good, good], ValueError, r"expected one array for each of \['x'\], got 2 arrays"),
         ([np.ones((3, 2), np.float32)], ValueError, "Executable.run: feed for 'x': expected shape"),
         ([x], TypeError, "Executable.run: feed for 'x': expected an array, got a symbolic Tensor"),
         ([np.array([["a"] * 3] * 2)], TypeError, "Executable.run: feed for 'x': expected real"),
@@ -262,7 +262,7 @@ def test_prepare_forward_refuses_labels_it_was_not_given(rng):
         core.prepare_forward(options, arrays, [1])
     prepared = core.prepare_forward(options, arrays, ["source"])
     assert prepared.run_labels == "source"
-    with pytest.raises(ValueError, match=r"LSTM: prepared call: expected 1 arrays \(source\), got 2"):
+    with pytest.raises(ValueError, match=r"LSTM: prepared call: expected one array for each of \(source\), got 2 arrays"):
         prepared.run(arrays["source"], arrays["source"])
     with pytest.raises(ValueError, match=r"LSTM: source: expected shape \[2, 3, 4\]"):
         prepared.run(np.zeros((3, 3, 4)))
@@ -271,3 +271,86 @@ def test_prepare_forward_refuses_labels_it_was_not_given(rng):
     h, c, z = prepared.run(arrays["source"])
     expected = core.rnn_forward(options, arrays)
     assert np.array_equal(h, expected[0]) and np.array_equal(c, expected[1]) and z is None
+
+
+def test_prepare_forward_refuses_packed_weights_it_cannot_use(rng):
+    core = recurrent._core
+    options = core.LSTMOptions()
+    arrays = {"source": rng.standard_normal((2, 3, 4)), "recurrentWeight": rng.standard_normal((20, 5)),
+              "inputWeight": rng.standard_normal((20, 4))}
+    with pytest.raises(TypeError, match="LSTM: prepare_forward: packed: expected weights from "
+                                        "pack_forward_weights or None"):
+        core.prepare_forward(options, arrays, ["source"], packed=5)
+    packed = core.pack_forward_weights(options, arrays["recurrentWeight"], arrays["inputWeight"])
+    for label in ("recurrentWeight", "inputWeight"):  # packed: they cannot change per run
+        with pytest.raises(ValueError, match=f"LSTM: prepare_forward: run_labels: {label} is packed"):
+            core.prepare_forward(options, arrays, ["source", label], packed=packed)
+
+
+@pytest.mark.parametrize("call", ["Graph.run", "Executable.run"])
+def test_a_run_holds_no_reference_to_its_inputs_once_it_returns(call, rng):
+    """The op's prepared call keeps its constants, not the first run's feeds (nor the
+    array a feed is a view of): a dataset fed slice by slice is freed when dropped."""
+    import gc
+    import weakref
+
+    case = Case.parse("LSTM", "fwd").but(T=3, N=2, I=4, H=5).with_all_inputs()
+    x = draw_inputs(case, rng)
+    g, placeholders, outputs = decoder_step(case, x)
+    exe = g.compile(feeds=list(placeholders.values()), targetTensors=outputs)
+    dataset = np.stack([x["source"]] * 4)
+    freed = weakref.ref(dataset)
+    for i in range(3):
+        feeds = [dataset[i] if k == "source" else x[k] for k in placeholders]
+        if call == "Graph.run":
+            g.run(feeds=dict(zip(placeholders.values(), feeds)), targetTensors=outputs)
+        else:
+            exe.run(feeds)
+    del dataset, feeds
+    gc.collect()
+    assert freed() is None, f"{call} kept its first feed alive"
+
+
+def test_a_target_listed_twice_gives_two_arrays(rng):
+    case = Case.parse("GRU", "fwd").but(T=3, N=2, I=4, H=5).with_all_inputs()
+    x = draw_inputs(case, rng)
+    g, placeholders, outputs = decoder_step(case, x)
+    y = outputs[0]
+    both = g.compile(feeds=list(placeholders.values()), targetTensors=[y, y])
+    twice = g.compile(feeds=list(placeholders.values()), targetTensors=[y, g.negative(y), y])
+    inputs = [x[k] for k in placeholders]
+    for exe in (both, twice):
+        for _ in range(2):  # the first run prepares the op; the second takes the one-op path
+            run = exe.run(inputs)
+            first, again = run[0], run[-1]
+            assert first is not again and np.array_equal(first, again)
+            first += 1
+            assert not np.array_equal(first, again)
+
+
+def test_a_deep_copy_runs_on_its_own_constants(rng):
+    """A copied Graph's recurrent op prepares its own call (on the copy's constants), and the
+    copy's constants stay read-only, as the original's are."""
+    import copy
+
+    case = Case.parse("GRU", "fwd").but(T=3, N=2, I=4, H=5).with_all_inputs()
+    x = draw_inputs(case, rng)
+    g, placeholders, outputs = decoder_step(case, x)
+    feeds = {t: x[k] for k, t in placeholders.items()}
+    expected = g.run(feeds=feeds, targetTensors=outputs)  # the original prepared first
+    g2 = copy.deepcopy(g)
+    op2 = next(op for op in g2._ops if op.kind == "GRU")
+    original_op = outputs[0].op
+    assert original_op.compute.prepared_call.prepared is not None
+    assert op2.compute.prepared_call.prepared is None, "the copy prepares its own call"
+    bias = next(op for op in g2._ops if op.kind == "constant" and op.name == "bias")
+    assert not bias.attrs["value"].flags.writeable
+    with pytest.raises(ValueError, match="read-only"):
+        bias.attrs["value"][:] = 0
+    outputs2 = [op2.outputs[t.index] for t in outputs]
+    copies = {o.name: o.outputs[0] for o in g2._ops if o.kind == "placeholder"}
+    got = g2.run(feeds={copies[t.op.name]: x[k] for k, t in placeholders.items()},
+                 targetTensors=outputs2)
+    assert op2.compute.prepared_call.prepared is not None
+    for t, t2 in zip(outputs, outputs2):
+        assert np.array_equal(got[t2], expected[t])

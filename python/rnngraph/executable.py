@@ -32,10 +32,12 @@ class Executable:
     ``targetOperations`` (assigns) exactly as ``Graph.run`` would with the same feeds, with
     less work per call (no feed dict to read, no plan to look up).
 
-    >>> exe = g.compile(feeds=[x, h0], targetTensors=[h])
-    >>> (h_np,) = exe.run([x_np, h0_np])      # inputs in feedTensors order
+    >>> exe = g.compile(feeds=[x, h0], targetTensors=[h])   # x [T, N, I], h0 [N, H]
+    >>> (h_np,) = exe.run([x_np, h0_np])   # inputs in feedTensors order; h_np [T, N, H]
 
-    It keeps its Graph alive. Ops added to the Graph later do not change it."""
+    Each result is an array of its own (a constant target comes back read-only, as from
+    ``Graph.run``). It keeps its Graph alive. Ops added to the Graph later do not change
+    what it runs."""
 
     def __init__(self, graph: Graph, feeds: Feeds, targetTensors: Sequence[Tensor] | None,
                  targetOperations: Sequence[Operation] | None) -> None:
@@ -53,6 +55,8 @@ class Executable:
         self._direct: tuple[Any, list[int], list[np.dtype[Any]]] | None = None
         if self._only_op is not None:  # each target's place among the op's outputs
             self._target_outputs = [self._only_op.outputs.index(t) for t in targets]
+        # A target listed again gets an array of its own (each result may be written to).
+        self._repeats = [i for i, t in enumerate(targets) if t in targets[:i]]
         fed = set(self._feeds)
         for placeholder in self._plan.placeholders:
             if placeholder not in fed:
@@ -86,11 +90,17 @@ class Executable:
             raise TypeError("Executable.run: inputs: expected a list of arrays in feedTensors "
                             f"order, got {type(inputs).__name__}")
         if len(inputs) != len(self._feeds):
-            raise ValueError(f"Executable.run: inputs: expected {len(self._feeds)} arrays (for "
-                             f"{[t.name for t in self._feeds]}), got {len(inputs)}")
-        direct = self._direct_call(inputs)
-        if direct is not None:
-            return direct
+            raise ValueError(f"Executable.run: inputs: expected one array for each of "
+                             f"{[t.name for t in self._feeds]}, got {len(inputs)} arrays")
+        results = self._direct_call(inputs)
+        if results is None:
+            results = self._general_call(inputs)
+        for i in self._repeats:
+            results[i] = results[i].copy()
+        return results
+
+    def _general_call(self, inputs: Sequence[ArrayLike]) -> list[NDArray[Any]]:
+        """The run as ``Graph.run`` makes it, on the compiled plan."""
         values: dict[Tensor, NDArray[Any]] = {}
         for tensor, shape, value in zip(self._feeds, self._shapes, inputs):
             if _fits(value, tensor):  # the common case: used as it is

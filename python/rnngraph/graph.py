@@ -72,10 +72,16 @@ class Operation:
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Operation:
         """Copied with its Graph (see ``Graph.__deepcopy__``): every attribute deep-copied
-        (the compute functions shared, as copy.deepcopy shares functions)."""
+        (the compute functions shared, as copy.deepcopy shares functions), a constant's value
+        read-only as the original's, and a recurrent op's computation made anew: its call,
+        prepared at its first run, must hold the copy's arrays, not the original's."""
         new = Operation.__new__(Operation)
         memo[id(self)] = new
         new.__dict__.update(copy.deepcopy(self.__dict__, memo))
+        if self.kind == "constant":
+            new.attrs["value"].setflags(write=False)
+        if "compute_for" in new.attrs:
+            new.compute = new.attrs["compute_for"](list(new.attrs["outputs"]))
         return new
 
 
@@ -386,7 +392,13 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps, StateOps, ArithmeticOps, Activati
         ``feeds``: the placeholders the run reads, as a list (each of fully known shape) or
         a dict {placeholder: shape} fixing the dimensions a placeholder leaves open (None:
         the placeholder's own shape). Every placeholder the targets need must be given, and
-        the shapes must fit: both are checked here, not at the first run.
+        each shape must fit its placeholder: both are checked here, not at the first run (a
+        shape that fits its placeholder but not an op reading it is the first run's error).
+
+        >>> x = g.placeholder((None, 8, 16), rg.float32)       # [T, N, I], T left open
+        >>> h, = g.LSTM(x, recurrentWeight=R, inputWeight=W)  # R [4H, H], W [4H, I]
+        >>> exe = g.compile(feeds={x: (25, 8, 16)}, targetTensors=[h])
+        >>> (h_np,) = exe.run([x_np])                          # x_np [25, 8, 16] -> [25, 8, H]
 
         Each call of ``Executable.run`` skips what ``run`` does per call to read its feed
         dict, check its targets and find its plan; the ops themselves are the same (an RNN

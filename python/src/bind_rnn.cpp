@@ -247,9 +247,8 @@ class PreparedForward {
 
   py::tuple run(const py::args& arrays) const {
     if (arrays.size() != run_inputs_.size()) {
-      throw py::value_error(op_ + ": prepared call: expected " +
-                            std::to_string(run_inputs_.size()) + " arrays (" + labels() +
-                            "), got " + std::to_string(arrays.size()));
+      throw py::value_error(op_ + ": prepared call: expected one array for each of (" + labels() +
+                            "), got " + std::to_string(arrays.size()) + " arrays");
     }
     return naming_memory_errors(op_, [&] {
       return std::visit(
@@ -409,6 +408,11 @@ void bind_rnn(py::module_& m) {
         const CellTraits& t = traits_of(opts);
         const bool training = strict_bool(training_arg, t.op, "training");
         const bool keep = strict_bool(product_arg, t.op, "recurrent_product");
+        if (!packed_arg.is_none() && !py::isinstance<PackedWeights>(packed_arg)) {
+          throw py::type_error(std::string(t.op) +
+                               ": prepare_forward: packed: expected weights from "
+                               "pack_forward_weights or None");
+        }
         const PackedWeights* packed =
             packed_arg.is_none() ? nullptr : &packed_arg.cast<const PackedWeights&>();
         const Inputs in(inputs, t.op, t.forward_labels);
@@ -423,6 +427,10 @@ void bind_rnn(py::module_& m) {
             throw py::value_error(std::string(t.op) + ": prepare_forward: run_labels: " + label +
                                   " is not one of the inputs given");
           }
+          if (packed && (label == "recurrentWeight" || label == "inputWeight")) {
+            throw py::value_error(std::string(t.op) + ": prepare_forward: run_labels: " + label +
+                                  " is packed (packed=), so it cannot change from run to run");
+          }
           run_inputs.push_back(i);
         }
         return naming_memory_errors(t.op, [&] {
@@ -431,10 +439,15 @@ void bind_rnn(py::module_& m) {
             RNNShape s;
             ForwardArgs<S> a = forward_args<S>(opts, t.op, in, packed, s);
             for (size_t i : run_inputs) a.*shared_inputs<S, ForwardArgs>[i].field = nullptr;
+            // Only the fixed inputs are held: a run's own arrays are not kept past its call.
+            std::vector<py::object> kept;
+            for (size_t i = 0; i < shared_input_count; ++i) {
+              if (std::find(run_inputs.begin(), run_inputs.end(), i) == run_inputs.end())
+                kept.push_back(in[shared_inputs<S, ForwardArgs>[i].label]);
+            }
             auto prepared = std::make_unique<PreparedForward>(
                 opts, t.op, s, a, std::move(run_inputs), training, keep);
-            for (size_t i = 0; i < shared_input_count; ++i)
-              prepared->kept.push_back(in[shared_inputs<S, ForwardArgs>[i].label]);
+            prepared->kept = std::move(kept);
             prepared->kept.push_back(packed_arg);
             return prepared;
           });
