@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rnngraph.graph import _feed_array, _fits, _is_size
+from rnngraph.graph import _feed_array, _sizes
 from rnngraph.shapes import compatible, shape_text
 from rnngraph.tensor import UNPICKLABLE, Tensor
 
@@ -57,11 +57,7 @@ class Executable:
             self._target_outputs = [self._only_op.outputs.index(t) for t in targets]
         # A target listed again gets an array of its own (each result may be written to).
         self._repeats = [i for i, t in enumerate(targets) if t in targets[:i]]
-        fed = set(self._feeds)
-        for placeholder in self._plan.placeholders:
-            if placeholder not in fed:
-                raise ValueError(f"{where}: feeds: placeholder {placeholder.op.name!r} needs a "
-                                 "feed")
+        self._plan.check_fed(set(self._feeds), f"{where}: feeds")
 
     @property
     def feedTensors(self) -> list[Tensor]:
@@ -103,10 +99,7 @@ class Executable:
         """The run as ``Graph.run`` makes it, on the compiled plan."""
         values: dict[Tensor, NDArray[Any]] = {}
         for tensor, shape, value in zip(self._feeds, self._shapes, inputs):
-            if _fits(value, tensor):  # the common case: used as it is
-                values[tensor] = value
-                continue
-            array = _feed_array(tensor, value, "Executable.run")
+            array = _feed_array(tensor, value, "Executable.run")  # (as it is when it fits)
             if array.shape != shape:  # (a placeholder with dimensions left open)
                 raise ValueError(f"Executable.run: feed for {tensor.name!r}: expected shape "
                                  f"{shape_text(shape)} (as compiled), got {list(array.shape)}")
@@ -181,20 +174,13 @@ def _compiled_feeds(graph: Graph, feeds: Feeds) -> tuple[tuple[Tensor, ...],
             raise ValueError(f"{where}: {tensor.name!r} has shape {shape_text(tensor.shape)}: "
                              "give its full shape ({placeholder: shape})")
         tensors.append(tensor)
-        shapes.append(tuple(int(d) for d in dims))  # type: ignore[arg-type]
+        shapes.append(dims)  # type: ignore[arg-type]
     return tuple(tensors), tuple(shapes)
 
 
 def _shape(shape: Iterable[int], tensor: Tensor, where: str) -> tuple[int, ...]:
-    try:
-        dims = tuple(shape)
-    except TypeError:
-        raise TypeError(f"{where}: shape for {tensor.name!r}: expected a sequence of sizes, "
-                        f"got {shape!r}") from None
-    if not all(_is_size(d) for d in dims):
-        raise ValueError(f"{where}: shape for {tensor.name!r}: sizes must be non-negative "
-                         f"ints, got {shape!r}")
+    dims = _sizes(shape, f"{where}: shape for {tensor.name!r}")
     if not compatible(tensor.shape, dims):
         raise ValueError(f"{where}: shape for {tensor.name!r}: {list(dims)} does not fit the "
                          f"placeholder's {shape_text(tensor.shape)}")
-    return tuple(int(d) for d in dims)
+    return dims

@@ -376,9 +376,7 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps, StateOps, ArithmeticOps, Activati
             values[tensor] = _feed_array(tensor, value)  # (a broadcast one may stay a view)
 
         plan = self._plan(targets + assigns)
-        for placeholder in plan.placeholders:
-            if placeholder not in values:
-                raise ValueError(f"run: placeholder {placeholder.op.name!r} needs a feed")
+        plan.check_fed(values, "run")
         return dict(zip(targets, plan.execute(values, targets, assigns)))
 
     def compile(self, feeds: Sequence[Tensor] | Mapping[Tensor, Iterable[int] | None],
@@ -467,11 +465,16 @@ def _is_size(d: object) -> TypeGuard[int | np.integer[Any]]:
 
 
 def _constant_shape(shape: Iterable[object], where: str) -> tuple[int, ...]:
+    return _sizes(shape, f"{where}: shape")
+
+
+def _sizes(shape: Iterable[object], where: str) -> tuple[int, ...]:
+    """``shape`` as a tuple of ints, each a non-negative size (a constant's shape, a compiled
+    feed's), its errors naming ``where``."""
     try:
         dims = tuple(shape)
     except TypeError:
-        raise TypeError(f"{where}: shape: expected a sequence of sizes, got {shape!r}") from None
-    sizes = [d for d in dims if _is_size(d)]
-    if len(sizes) != len(dims):
-        raise ValueError(f"{where}: shape: sizes must be non-negative ints, got {shape!r}")
-    return tuple(int(d) for d in sizes)
+        raise TypeError(f"{where}: expected a sequence of sizes, got {shape!r}") from None
+    if not all(_is_size(d) for d in dims):
+        raise ValueError(f"{where}: sizes must be non-negative ints, got {shape!r}")
+    return tuple(int(d) for d in dims)  # type: ignore[call-overload]

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
+    from collections.abc import Container
+
     from numpy.typing import NDArray
 
     from rnngraph.graph import Operation
@@ -28,6 +30,12 @@ class Plan:
         # caller's feed): returned as copies of their own.
         self.copied = [t for t in dict.fromkeys(targets)
                        if t.op.attrs.get("view") or t.op.kind == "placeholder"]
+
+    def check_fed(self, fed: Container[Tensor], where: str) -> None:
+        """Raise ValueError naming the first placeholder the run needs that ``fed`` lacks."""
+        for placeholder in self.placeholders:
+            if placeholder not in fed:
+                raise ValueError(f"{where}: placeholder {placeholder.op.name!r} needs a feed")
 
     @staticmethod
     def _last_uses(ops: list[Operation], targets: tuple[Tensor, ...]) -> dict[int, list[Tensor]]:

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -130,7 +131,7 @@ constexpr SharedInput<S, Args> shared_inputs[] = {
     {"secondaryBias", &Args<S>::secondaryBias, false,
      [](const RNNShape& s) -> Shape { return {s.DH()}; }},
 };
-constexpr size_t shared_input_count = 9;
+constexpr size_t shared_input_count = std::size(shared_inputs<float, ForwardArgs>);
 
 template <class S, template <class> class Args>
 void read_op_inputs(const Inputs& in, const RNNShape& s, Args<S>& a) {
