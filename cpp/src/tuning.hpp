@@ -230,6 +230,12 @@ constexpr Index kBlocksPerThread = 2;
 // Fewer, longer runs lose where a worker joins late: row 2 (one step) on 2 threads of the
 // 2-core machine, 2 runs per slot 0.121 ms against 0.105 for six-panel runs (6 alternating
 // rounds), as the caller can take only whole runs of the late worker's share.
+// Tried and not taken: more runs per slot for a call of one step (a team by units; H = 512
+// has 16 panels a gate, so 4 runs at 2 threads). 2-core Xeon, 2 threads, medians of 6
+// alternating processes, ms, 2 runs per slot against 8: row 2 0.0717 / 0.0624 (every round
+// faster), row 3 (the row behind oneDNN) 0.263 / 0.272; against 4: row 2 0.0734 / 0.0704,
+// row 3 0.276 / 0.275. Teams of 8 and 16 already have one panel a run there
+// (results/single-step-items-ab-xeon-f5f222f-2026-12-03.txt).
 constexpr Index kTeamItemsPerSlot = 2;
 constexpr Index kTeamRunPanels = 6;
 constexpr Index kTeamRunColumns = 16;
