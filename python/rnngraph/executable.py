@@ -51,8 +51,8 @@ class Executable:
         self._targets, self._assigns = targets, assigns
         self._plan = graph._plan(targets + assigns)
         self._only_op = _only_op(self._plan, targets, assigns, self._feeds)
-        # (the op's PreparedCall, the feeds' order for it, their dtypes), once it has one
-        self._direct: tuple[Any, list[int], list[np.dtype[Any]]] | None = None
+        # (the op's PreparedCall, the feeds' order for it), once it has one
+        self._direct: tuple[Any, list[int]] | None = None
         if self._only_op is not None:  # each target's place among the op's outputs
             self._target_outputs = [self._only_op.outputs.index(t) for t in targets]
         # A target listed again gets an array of its own (each result may be written to).
@@ -109,10 +109,11 @@ class Executable:
     def _direct_call(self, inputs: Sequence[ArrayLike]) -> list[NDArray[Any]] | None:
         """The run as one prepared call of its one op with the inputs as they are, where it
         is such a run (``_only_op``) and that op has prepared its call (at its first run);
-        None otherwise, and where an input is not an array of its placeholder's dtype or the
-        call refuses it (then ``run`` reads the feeds as ``Graph.run`` does, converting what
-        it can and naming the feed in its error). The same values as the general path: the
-        same call on the same arrays."""
+        None otherwise, and where the call refuses an input (its dtype, shape or layout: the
+        prepared call checks each array) or an input is not a plain ndarray (a subclass, a
+        list): then ``run`` reads the feeds as ``Graph.run`` does, converting what it can and
+        naming the feed in its error. The same values as the general path: the same call on
+        the same arrays."""
         op = self._only_op
         if op is None:
             return None
@@ -122,20 +123,18 @@ class Executable:
         state = self._direct
         if state is None or state[0] is not call:  # (the op's compute changed: autodiff)
             order = [self._feeds.index(op.inputs[label]) for label in call.run_labels]
-            dtypes = [np.dtype(self._feeds[i].dataType.numpy) for i in order]
             if len(set(order)) != len(self._feeds):  # a feed the call does not read: checked
                 order = []  # on the general path
-            state = self._direct = (call, order, dtypes)  # (one store: threads see it whole)
+            state = self._direct = (call, order)  # (one store: threads see it whole)
         if not state[1]:
             return None
         arrays = [inputs[i] for i in state[1]]
-        for array, dtype in zip(arrays, state[2]):
-            if type(array) is not np.ndarray or array.dtype is not dtype:
-                return None
+        if not all(type(array) is np.ndarray for array in arrays):
+            return None  # (the prepared call would take an ndarray subclass as it is)
         try:
             produced = call.prepared.run(*arrays)
-        except (TypeError, ValueError):  # a shape or layout the general path reads or names
-            return None
+        except (TypeError, ValueError):  # a dtype, shape or layout the general path reads
+            return None  # or names
         return [produced[call.positions[i]] for i in self._target_outputs]
 
 

@@ -324,7 +324,7 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps, StateOps, ArithmeticOps, Activati
         dtype = as_data_type(dataType, f"{where}: dataType")
         check_integers(array, dtype, f"{where}: {label}", "constant")
         if shape is not None:
-            dims = _constant_shape(shape, where)
+            dims = _sizes(shape, f"{where}: shape")
             if larger_than_any_array(dims, dtype.numpy.itemsize):
                 raise MemoryError(f"{where}: shape: {list(dims)} holds {math.prod(dims)} "
                                   "elements, more than an array can address")
@@ -370,10 +370,8 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps, StateOps, ArithmeticOps, Activati
                 self._own(tensor, "run: feeds")
             if not tensor._placeholder:
                 raise ValueError(f"run: feeds: {tensor.name!r} is not a placeholder")
-            if _fits(value, tensor):  # the common case: used as it is
-                values[tensor] = value
-                continue
-            values[tensor] = _feed_array(tensor, value)  # (a broadcast one may stay a view)
+            # (as it is when it fits; a broadcast one may stay a view)
+            values[tensor] = _feed_array(tensor, value)
 
         plan = self._plan(targets + assigns)
         plan.check_fed(values, "run")
@@ -462,10 +460,6 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps, StateOps, ArithmeticOps, Activati
 def _is_size(d: object) -> TypeGuard[int | np.integer[Any]]:
     """A non-negative int (a NumPy integer too; not a bool)."""
     return is_integer(d) and bool(d >= 0)
-
-
-def _constant_shape(shape: Iterable[object], where: str) -> tuple[int, ...]:
-    return _sizes(shape, f"{where}: shape")
 
 
 def _sizes(shape: Iterable[object], where: str) -> tuple[int, ...]:
