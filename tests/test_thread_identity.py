@@ -36,6 +36,9 @@ SHAPES = [
     ("singleGateRNN", "fwd-float32", 14, 48, 320, 6),
     ("GRU", "bi-float32", 24, 128, 96, 5),
     ("LSTM", "fwd", 64, 512, 256, 8),  # weight gradients cut into a grid of blocks and along k
+    # R beyond kStreamedWeightBytes (8.2 MiB) with as many 8-row chunks as threads: a team
+    # at 7 threads, row chunks at 2-4 (work_split.hpp, choose_split)
+    ("GRU", "fwd-resetAfter", 56, 32, 600, 3),
     # a call of one step: one phase by units up to kSingleStepUnitRows rows
     ("LSTM", "fwd-float32", 10, 64, 512, 1),
     ("GRU", "fwd-resetAfter-float32", 8, 48, 384, 1),

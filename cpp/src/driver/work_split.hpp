@@ -62,7 +62,18 @@ inline SplitPath choose_split(const RNNShape& s, int recurrent_gates, Index scal
   // 8 threads idle) and row 10 (N = 64) 45.0 against 63.4, once a team's items read the step's
   // operand in place (kCopyRowsMinPanels; copied by each item: 138.5 and 62.6; results/
   // machine16-team-operand-ab-2026-11-24.txt). Row 15 (reset-before, N = 32): 53 against 43.
-  const bool few_chunks = s.N / min_rows < threads && s.N <= 8 * min_rows && !dependent_product;
+  // So too, with weights over kStreamedWeightBytes, when every thread would have a chunk of
+  // only kMinChunkRows rows, streaming all of R for them at each step where a team's thread
+  // streams its share for all rows. 8 threads, row 13 (N = 64, R of 16 MiB): 151.6 ms as a
+  // team against 163.0 in 8 chunks, faster in each of 5 alternating rounds, where row 10
+  // (R of 4 MiB) was level and keeps its chunks (results/machine16-split-ab-c2ad8a3-2026-12-03.txt); with this
+  // rule, on another instance, 120.7 against 135.3 in each of 8 rounds, and row 19 (float64)
+  // 276.9 against 301.0 (machine16-team-big-weights-ab-2026-12-03.txt). Earlier A/Bs of
+  // the same split on other instances went either way (level over 6 rounds in
+  // machine16-rows-team-ab-2026-11-29.txt); none had the chunks ahead in every round.
+  const Index chunks = s.N / min_rows;
+  const bool few_chunks = (chunks < threads || (big_weights && chunks == threads)) &&
+                          s.N <= 8 * min_rows && !dependent_product;
   if (s.D() == 1 && (small_batch || few_chunks)) {
     if (team_size(s, recurrent_gates, threads) >= 2) return SplitPath::team;
     return small_batch ? SplitPath::serial : SplitPath::rows;
