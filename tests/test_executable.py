@@ -202,6 +202,9 @@ def test_compile_refuses_what_it_cannot_run(rng):
         ({"feeds": {x: None, y: (2, 4)}, "targetTensors": [z]}, ValueError, r"\[2, 4\] does not fit"),
         ({"feeds": {x: None, y: (2, -1)}, "targetTensors": [z]}, ValueError, "non-negative ints"),
         ({"feeds": {x: None, y: 3}, "targetTensors": [z]}, TypeError, "a sequence of sizes"),
+        # a shape no array can hold, refused as placeholder() refuses it
+        ({"feeds": {x: None, y: (2**62, 3)}, "targetTensors": [z]}, MemoryError,
+         r"compile: feeds: shape for 'y': \[4611686018427387904, 3\]: more bytes than any array"),
         ({"feeds": [x, x], "targetTensors": [x]}, ValueError, "'x' is given twice"),
         ({"feeds": [c], "targetTensors": [z]}, ValueError, "is not a placeholder"),
         ({"feeds": [elsewhere], "targetTensors": [elsewhere]}, ValueError, "another Graph"),

@@ -160,6 +160,29 @@ def test_a_deep_copy_is_a_graph_of_its_own(rng, no_cycle_collector):
     assert copied() is None
 
 
+def test_a_tensor_copied_without_its_graph_keeps_the_copied_graph(rng):
+    """copy.deepcopy(tensor), or of a feeds dict, copies the Graph too, which nothing else
+    holds: the copied tensor keeps it (a usable tensor, not one whose Graph is already gone),
+    until the copy itself goes. A Graph copied first is held by the caller, as before."""
+    g = rg.Graph()
+    x = g.placeholder(shape=(3, 2, 4), dataType=rg.float32, name="x")
+    (h,) = g.singleGateRNN(x, recurrentWeight=np.eye(4, dtype=np.float32), name="cell")
+    feed = rng.standard_normal((3, 2, 4)).astype(np.float32)
+    expected = g.run(feeds={x: feed}, targetTensors=[h])[h]
+    h2 = copy.deepcopy(h)
+    g2, x2 = h2.graph, h2.op.inputs["source"]
+    assert g2 is not g and x2.graph is g2 and x2.name == "x"
+    np.testing.assert_array_equal(g2.run(feeds={x2: feed}, targetTensors=[h2])[h2], expected)
+    copied_feeds = copy.deepcopy({x: feed})
+    assert next(iter(copied_feeds)).graph is not g
+    g3, x3 = copy.deepcopy((g, x))
+    assert x3.graph is g3 and x3._owner is None  # held weakly: freed with g3 at once
+    copied = weakref.ref(g2)
+    del g2, h2, x2
+    gc.collect()
+    assert copied() is None
+
+
 def test_a_graph_its_tensors_and_ops_refuse_pickle_by_name():
     """Their ops compute with closures, which pickle cannot carry: a TypeError that says what
     to do, not pickle's own message about a weak reference."""

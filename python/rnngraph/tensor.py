@@ -29,12 +29,14 @@ class Tensor:
     A Tensor refers to its Graph and its op weakly (the Graph owns its ops, and they their
     tensors), so deleting the Graph frees it at once; ``graph`` and ``op`` then raise."""
 
-    __slots__ = ("__weakref__", "_graph", "_op", "_placeholder", "dataType", "index", "name",
-                 "shape")
+    __slots__ = ("__weakref__", "_graph", "_op", "_owner", "_placeholder", "dataType", "index",
+                 "name", "shape")
 
     _graph: weakref.ReferenceType[Graph]
     _op: weakref.ReferenceType[Operation]
     _placeholder: bool  # whether its op is a placeholder (Graph.run checks every feed)
+    # The Graph held strongly: only by a deep copy that copied its Graph itself (__deepcopy__)
+    _owner: Graph | None
     index: int  # which of the op's outputs it is
     shape: Shape
     dataType: DataType
@@ -44,6 +46,7 @@ class Tensor:
                  dataType: DataType, name: str) -> None:
         self._graph = graph._ref
         self._op = weakref.ref(op)
+        self._owner = None
         self._placeholder = op.kind == "placeholder"
         self.index = index
         self.shape = tuple(shape)
@@ -73,12 +76,18 @@ class Tensor:
         return target
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Tensor:
-        """Copied with its Graph (see ``Graph.__deepcopy__``), referring to the copies."""
+        """Copied with its Graph (see ``Graph.__deepcopy__``), referring to the copies. A
+        Tensor copied before its Graph (``copy.deepcopy(tensor)``, or a feeds dict) holds the
+        copied Graph, which nothing else may hold: it lives as long as the copy is used (and
+        is then freed by the cycle collector, not at once). Copy the Graph first,
+        ``copy.deepcopy((graph, tensors))``, for tensors that refer to it weakly."""
         new = Tensor.__new__(Tensor)
         memo[id(self)] = new
+        copies_graph = id(self.graph) not in memo
         graph = copy.deepcopy(self.graph, memo)
         op = copy.deepcopy(self.op, memo)
         new._graph, new._op, new._placeholder = graph._ref, weakref.ref(op), self._placeholder
+        new._owner = graph if copies_graph else None
         new.index, new.shape, new.dataType, new.name = (self.index, self.shape, self.dataType,
                                                         self.name)
         return new

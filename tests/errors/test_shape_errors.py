@@ -128,10 +128,16 @@ def test_wrong_rank_names_op_and_label(cell, gradient, overrides, label):
 
 
 def test_zero_hidden_or_input_size_is_rejected():
-    with pytest.raises(ValueError, match="singleGateRNN: recurrentWeight"):
+    zero_h = "singleGateRNN: recurrentWeight: hidden size H must be positive"
+    with pytest.raises(ValueError, match=zero_h):
         build(every_input("singleGateRNN"),
               shapes={"recurrentWeight": (0, 0), "inputWeight": (0, I), "bias": None,
                       "initState": None, "mask": None})
+    # H = 0 is named where it comes from, not at the next label that disagrees with it
+    for gradient in (False, True):
+        with pytest.raises(ValueError, match=zero_h.replace("RNN:", "RNN" +
+                                                            ("Gradients:" if gradient else ":"))):
+            build(every_input("singleGateRNN"), gradient, shapes={"recurrentWeight": (0, 0)})
     with pytest.raises(ValueError, match="LSTM: source"):
         build(every_input("LSTM"), shapes={"source": (T, N, 0), "inputWeight": (4 * H, 0)})
 

@@ -80,6 +80,8 @@ def _checked_sizes(op: str, spec: CellSpec, shapes_given: tuple[tuple[str, tuple
                          f"got shape {list(shape_of['recurrentWeight'])}")
     sizes: Sizes = {"T": None, "N": None, "I": None, "H": None}
     shapes.bind(sizes, "H", shape_of["recurrentWeight"][-1])
+    if sizes["H"] == 0:  # before any other label's shape is checked against H = 0
+        raise ValueError(f"{op}: recurrentWeight: hidden size H must be positive")
     # Learn the remaining sizes from the first tensors that hold them.
     for label in ("source", "sourceGradient", "zState", *STATE_LABELS, "inputWeight"):
         if label not in shape_of:
@@ -96,8 +98,6 @@ def _checked_sizes(op: str, spec: CellSpec, shapes_given: tuple[tuple[str, tuple
             shapes.check_broadcastable(op, label, shape, [(1, "T"), (1, "N"), (D, "H")], sizes)
         else:
             shapes.check(op, label, shape, layouts(label, spec, bidirectional, has_w), sizes)
-    if sizes["H"] == 0:
-        raise ValueError(f"{op}: recurrentWeight: hidden size H must be positive")
     if has_w and sizes["I"] == 0:
         raise ValueError(f"{op}: source: input size I must be positive when inputWeight is given")
     return sizes
