@@ -78,9 +78,10 @@ class Tensor:
     def __deepcopy__(self, memo: dict[int, Any]) -> Tensor:
         """Copied with its Graph (see ``Graph.__deepcopy__``), referring to the copies. A
         Tensor copied before its Graph (``copy.deepcopy(tensor)``, or a feeds dict) holds the
-        copied Graph, which nothing else may hold: it lives as long as the copy is used (and
-        is then freed by the cycle collector, not at once). Copy the Graph first,
-        ``copy.deepcopy((graph, tensors))``, for tensors that refer to it weakly."""
+        Graph copy it made, which the caller may have no other way to reach: the copy lives
+        while the Tensor does (and is then freed by the cycle collector, not at once). Copy
+        the Graph first, ``copy.deepcopy((graph, tensors))``, for tensors that hold it
+        weakly."""
         new = Tensor.__new__(Tensor)
         memo[id(self)] = new
         copies_graph = id(self.graph) not in memo

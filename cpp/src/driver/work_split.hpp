@@ -66,11 +66,12 @@ inline SplitPath choose_split(const RNNShape& s, int recurrent_gates, Index scal
   // only kMinChunkRows rows, streaming all of R for them at each step where a team's thread
   // streams its share for all rows. 8 threads, row 13 (N = 64, R of 16 MiB): 151.6 ms as a
   // team against 163.0 in 8 chunks, faster in each of 5 alternating rounds, where row 10
-  // (R of 4 MiB) was level and keeps its chunks (results/machine16-split-ab-c2ad8a3-2026-12-03.txt); with this
-  // rule, on another instance, 120.7 against 135.3 in each of 8 rounds, and row 19 (float64)
-  // 276.9 against 301.0 (machine16-team-big-weights-ab-2026-12-03.txt). Earlier A/Bs of
-  // the same split on other instances went either way (level over 6 rounds in
-  // machine16-rows-team-ab-2026-11-29.txt); none had the chunks ahead in every round.
+  // (R of 4 MiB) was level and keeps its chunks (results/machine16-split-ab-c2ad8a3-
+  // 2026-12-03.txt); with this rule, on another instance, 120.7 against 135.3 in each of 8
+  // rounds, and row 19 (float64) 276.9 against 301.0 (machine16-team-big-weights-ab-
+  // 2026-12-03.txt). Earlier A/Bs of the same split on other instances went either way
+  // (level over 6 rounds in machine16-rows-team-ab-2026-11-29.txt); none had the chunks
+  // ahead in every round.
   const Index chunks = s.N / min_rows;
   const bool few_chunks = (chunks < threads || (big_weights && chunks == threads)) &&
                           s.N <= 8 * min_rows && !dependent_product;
