@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rnngraph.graph import _feed_array, _sizes
-from rnngraph.shapes import compatible, larger_than_any_array, shape_text
+from rnngraph.shapes import compatible, refuse_unaddressable, shape_text
 from rnngraph.tensor import UNPICKLABLE, Tensor
 
 if TYPE_CHECKING:
@@ -182,7 +182,6 @@ def _shape(shape: Iterable[int], tensor: Tensor, where: str) -> tuple[int, ...]:
     if not compatible(tensor.shape, dims):
         raise ValueError(f"{where}: shape for {tensor.name!r}: {list(dims)} does not fit the "
                          f"placeholder's {shape_text(tensor.shape)}")
-    if larger_than_any_array(dims, tensor.dataType.numpy.itemsize):  # as placeholder() says
-        raise MemoryError(f"{where}: shape for {tensor.name!r}: {shape_text(dims)}: more bytes "
-                          "than any array can hold")
+    refuse_unaddressable(dims, tensor.dataType.numpy.itemsize,  # as placeholder() does
+                         f"{where}: shape for {tensor.name!r}:")
     return dims

@@ -42,7 +42,12 @@ from rnngraph.ops.single_gate_rnn import SingleGateRNNOps
 from rnngraph.ops.slicing import SlicingOps
 from rnngraph.ops.state import StateOps
 from rnngraph.plan import Plan
-from rnngraph.shapes import compatible, larger_than_any_array, shape_text
+from rnngraph.shapes import (
+    compatible,
+    larger_than_any_array,
+    refuse_unaddressable,
+    shape_text,
+)
 from rnngraph.tensor import UNPICKLABLE, Tensor
 
 if TYPE_CHECKING:
@@ -244,11 +249,8 @@ class Graph(SingleGateRNNOps, LSTMOps, GRUOps, StateOps, ArithmeticOps, Activati
         for index, (suffix, sizes, dtype) in enumerate(outputs):
             label = name if not suffix else f"{name}/{suffix}"
             shape = tuple(sizes)
-            if larger_than_any_array(shape, dtype.numpy.itemsize):
-                what = "shape" if kind == "placeholder" else f"output {label!r} would have shape"
-                # A MemoryError, as a run raises for an output too large to allocate.
-                raise MemoryError(f"{kind}: {what} {shape_text(shape)}: more bytes than any "
-                                  "array can hold")
+            what = "shape" if kind == "placeholder" else f"output {label!r} would have shape"
+            refuse_unaddressable(shape, dtype.numpy.itemsize, f"{kind}: {what}")
             op.outputs.append(Tensor(self, op, index, shape, dtype, label))
         self._ops.append(op)
         return list(op.outputs)  # the caller's own list: outputs added later stay internal

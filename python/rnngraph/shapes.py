@@ -53,6 +53,14 @@ def larger_than_any_array(values: Iterable[int | None], itemsize: int) -> bool:
     return False
 
 
+def refuse_unaddressable(shape: Dims, itemsize: int, where: str) -> None:
+    """MemoryError "``where`` [shape]: more bytes than any array can hold" for a shape no
+    array can have (``larger_than_any_array``): refused when it is declared, as a run
+    raises MemoryError for an output too large to allocate."""
+    if larger_than_any_array(shape, itemsize):
+        raise MemoryError(f"{where} {shape_text(shape)}: more bytes than any array can hold")
+
+
 def compatible(a: Dims, b: Dims) -> bool:
     """Whether ``a`` and ``b`` can be the same shape: one rank, equal where both are known."""
     return len(a) == len(b) and all(x is None or y is None or x == y for x, y in zip(a, b))
