@@ -1,16 +1,18 @@
 """Where each row's time goes: rnngraph's own sections (cpp/src/profile.hpp) per call.
 
     python3 benchmarks/profile_rows.py [--rows 7,8,10,13] [--threads 16] [--reps 10] [--out F]
-                                       [--threshold SITE=VALUE ...] [--per-call]
+                                       [--threshold SITE=VALUE ...] [--force PATH=VALUE ...]
+                                       [--per-call]
 
 Runs each row's step (ours.make_step) --reps times after a warm-up with RNNGRAPH_PROFILE set,
 and prints per call: the wall time, each section's time (projection, packing, forward loops,
 backward prepare, backward loops, weight gradients; summed over the calls the step makes)
 and what is left outside them (graph and Python overhead, outputs). --threshold moves one of
-the parallel sites of cpp/src/tuning.hpp (e.g. team=524288) for the whole run. --per-call
-prints every call on its own instead, with the context switches of the process's threads
-during it (voluntary: a thread slept; involuntary: the OS took its core), to tell a slow
-section from a slow machine.
+the parallel sites of cpp/src/tuning.hpp (e.g. team=524288) for the whole run; --force forces
+one of the paths a call would otherwise choose (rnngraph._native.core._force_paths, e.g.
+split=team or steps=units) for the whole run. --per-call prints every call on its own
+instead, with the context switches of the process's threads during it (voluntary: a thread
+slept; involuntary: the OS took its core), to tell a slow section from a slow machine.
 """
 
 from __future__ import annotations
@@ -98,6 +100,7 @@ def main(argv=None) -> None:
     p.add_argument("--reps", type=int, default=10)
     p.add_argument("--out", type=Path)
     p.add_argument("--threshold", action="append", default=[], metavar="SITE=VALUE")
+    p.add_argument("--force", action="append", default=[], metavar="PATH=VALUE")
     p.add_argument("--per-call", action="store_true",
                    help="print every call on its own, with the context switches during it")
     a = p.parse_args(argv)
@@ -106,21 +109,26 @@ def main(argv=None) -> None:
         ours.move_thresholds(dict(setting.split("=", 1) for setting in a.threshold))
     except ValueError as error:
         p.error(f"--threshold: SITE=VALUE, a site of cpp/src/tuning.hpp and an integer: {error}")
+    try:
+        core._force_paths(**dict(setting.split("=", 1) for setting in a.force))
+    except (TypeError, ValueError) as error:
+        p.error(f"--force: PATH=VALUE, a path of core._force_paths and one of its values: {error}")
+    settings = a.threshold + a.force
     if a.per_call:
         if a.out:
             p.error("--out writes the table of means; --per-call prints each call instead")
         for r in a.rows.split(","):
-            print_per_call(int(r), a.threads, a.reps, a.threshold)
+            print_per_call(int(r), a.threads, a.reps, settings)
         return
     results = [profile_row(int(r), a.reps) for r in a.rows.split(",")]
     names = list(results[0]["sections_ms"])
-    print_head(f"ms per call, {a.threads} threads" + "".join(f", {t}" for t in a.threshold),
+    print_head(f"ms per call, {a.threads} threads" + "".join(f", {t}" for t in settings),
                ["row", "wall", *names, "outside"])
     for r in results:
         cells = " | ".join(f"{r['sections_ms'][n]:.2f}" for n in names)
         print(f"| {r['row']} | {r['wall_ms']:.2f} | {cells} | {r['outside_ms']:.2f} |")
     if a.out:
-        a.out.write_text(json.dumps({"threads": a.threads, "thresholds": a.threshold,
+        a.out.write_text(json.dumps({"threads": a.threads, "thresholds": a.threshold, "forced": a.force,
                                      "results": results}, indent=1))
 
 
