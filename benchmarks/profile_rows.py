@@ -93,6 +93,12 @@ def print_per_call(row_id: int, threads: int, reps: int, thresholds: list[str]) 
         print(f"| {i} | {wall_ms:.2f} | {cells} | {outside:.2f} | {switches[0]} | {switches[1]} |")
 
 
+def pairs(settings: list[str]) -> dict[str, str]:
+    """{NAME: VALUE} of --threshold's or --force's NAME=VALUE settings (ValueError for one
+    without "=")."""
+    return dict(setting.split("=", 1) for setting in settings)
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rows", default="7,8,10,13")
@@ -106,11 +112,11 @@ def main(argv=None) -> None:
     a = p.parse_args(argv)
     rnngraph.set_num_threads(a.threads)
     try:
-        ours.move_thresholds(dict(setting.split("=", 1) for setting in a.threshold))
+        ours.move_thresholds(pairs(a.threshold))
     except ValueError as error:
         p.error(f"--threshold: SITE=VALUE, a site of cpp/src/tuning.hpp and an integer: {error}")
     try:
-        core._force_paths(**dict(setting.split("=", 1) for setting in a.force))
+        core._force_paths(**pairs(a.force))
     except (TypeError, ValueError) as error:
         p.error(f"--force: PATH=VALUE, a path of core._force_paths and one of its values: {error}")
     settings = a.threshold + a.force
@@ -128,8 +134,8 @@ def main(argv=None) -> None:
         cells = " | ".join(f"{r['sections_ms'][n]:.2f}" for n in names)
         print(f"| {r['row']} | {r['wall_ms']:.2f} | {cells} | {r['outside_ms']:.2f} |")
     if a.out:
-        a.out.write_text(json.dumps({"threads": a.threads, "thresholds": a.threshold, "forced": a.force,
-                                     "results": results}, indent=1))
+        a.out.write_text(json.dumps({"threads": a.threads, "thresholds": a.threshold,
+                                     "forced": a.force, "results": results}, indent=1))
 
 
 if __name__ == "__main__":
